@@ -1,0 +1,3 @@
+from conq.cli import main
+
+main()

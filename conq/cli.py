@@ -1,0 +1,271 @@
+"""The ``conq`` command line.
+
+Every subcommand takes ``--json`` (machine-readable output on stdout) and
+exits 0 on success, 1 when a check finds a violation, 2 on bad usage or bad
+input (the message says what was wrong and where).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable, List, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from conq import __version__
+from conq.catalog import CatalogError
+from conq.model.kernel import ModelError, config_dict
+
+app = typer.Typer(
+    name="conq",
+    help="Consumer/queue coordination: model-check, prove, test conformance, replay traces.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+out = Console(highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+EXIT_OK, EXIT_VIOLATION, EXIT_USAGE = 0, 1, 2
+
+JsonOpt = typer.Option(False, "--json", help="Machine-readable output on stdout.")
+
+
+class UsageProblem(Exception):
+    """Bad arguments or bad input: exit 2 with this message."""
+
+
+def _guard(fn: Callable[[], int]) -> None:
+    """Run a command body and map its failures onto the documented exit codes."""
+    try:
+        code = fn()
+    except (UsageProblem, ModelError, CatalogError) as e:
+        err.print(f"[bold red]error:[/] {e}", markup=True, highlight=False)
+        raise typer.Exit(EXIT_USAGE) from None
+    raise typer.Exit(code)
+
+
+def _parse_sets(sets: List[str] | None) -> dict[str, str]:
+    overrides = {}
+    for item in sets or []:
+        key, eq, value = item.partition("=")
+        if not eq or not key:
+            raise UsageProblem(f"--set expects KEY=VALUE, got {item!r}")
+        overrides[key.strip()] = value.strip()
+    return overrides
+
+
+def _emit_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
+
+
+@app.callback(invoke_without_command=True)
+def _root(
+    version: bool = typer.Option(False, "--version", help="Print the version and exit."),
+) -> None:
+    if version:
+        out.print(f"conq {__version__}")
+        raise typer.Exit(0)
+
+
+@app.command("list")
+def list_models(json_out: bool = JsonOpt) -> None:
+    """List the models and their named configurations."""
+
+    def body() -> int:
+        from conq.model.registry import model_class, model_names
+
+        rows = []
+        for name in model_names():
+            cls = model_class(name)
+            descr = cls.describe_configs()
+            for cname, cfg in cls.configs().items():
+                rows.append({"model": name, "config": cname, "about": descr.get(cname, ""), "settings": config_dict(cfg)})
+        if json_out:
+            _emit_json(rows)
+            return EXIT_OK
+        table = Table(title="models and configurations")
+        for col in ("model", "config", "about", "settings"):
+            table.add_column(col, overflow="fold")
+        for r in rows:
+            table.add_row(r["model"], r["config"], r["about"], " ".join(f"{k}={v}" for k, v in r["settings"].items()))
+        out.print(table)
+        return EXIT_OK
+
+    _guard(body)
+
+
+@app.command("check")
+def check(
+    model: str = typer.Argument(..., help="Model name (see `conq list`) or FILE.py:Class."),
+    config: Optional[str] = typer.Option(None, "--config", "-c", help="Named configuration (default: the model's first)."),
+    set_: Optional[List[str]] = typer.Option(None, "--set", help="Override a configuration field: KEY=VALUE (repeatable)."),
+    all_configs: bool = typer.Option(False, "--all-configs", help="Check every named configuration of the model."),
+    max_states: Optional[int] = typer.Option(None, "--max-states", min=1, help="Stop after this many distinct states."),
+    max_seconds: Optional[float] = typer.Option(None, "--max-seconds", min=0.1, help="Stop the search after this long."),
+    symmetry: bool = typer.Option(False, "--symmetry", help="Symmetry reduction (safety only: liveness is skipped)."),
+    no_liveness: bool = typer.Option(False, "--no-liveness", help="Skip liveness analysis."),
+    report: Optional[Path] = typer.Option(None, "--report", help="Write a Markdown+JSON report into this folder."),
+    json_out: bool = JsonOpt,
+) -> None:
+    """Explore every reachable state of a bounded configuration and check its properties."""
+
+    def body() -> int:
+        from conq.model.explorer import explore
+        from conq.model.registry import load_model, model_class
+
+        overrides = _parse_sets(set_)
+        names = list(model_class(model).configs()) if all_configs else [config]
+        results = []
+        worst = EXIT_OK
+        markdown = []
+        for cname in names:
+            m = load_model(model, cname, overrides)
+            ex = explore(
+                m,
+                max_states=max_states,
+                max_seconds=max_seconds,
+                symmetry=symmetry,
+                liveness=not no_liveness,
+            )
+            title = f"{m.name} / {getattr(m, 'config_name', cname)}"
+            results.append({"config": getattr(m, "config_name", cname), "settings": config_dict(m.config), **ex.summary()})
+            if not ex.ok:
+                worst = EXIT_VIOLATION
+            if report is not None:
+                from conq.report import exploration_markdown
+
+                markdown.append(exploration_markdown(ex, title))
+            if not json_out:
+                _print_exploration(ex, title)
+        if report is not None:
+            from conq.report import write_report
+
+            md, _ = write_report(report, f"check-{Path(model).stem}", "\n".join(markdown), results)
+            if not json_out:
+                out.print(f"report: {md}")
+        if json_out:
+            _emit_json(results if all_configs else results[0])
+        return worst
+
+    _guard(body)
+
+
+def _print_exploration(ex, title: str) -> None:
+    table = Table(title=title, title_justify="left")
+    table.add_column("property")
+    table.add_column("kind")
+    table.add_column("status")
+    table.add_column("claim", overflow="fold")
+    style = {"holds": "green", "witnessed": "green", "violated": "bold red", "skipped": "yellow"}
+    for v in ex.verdicts:
+        table.add_row(v.prop.name, v.prop.kind.value, f"[{style.get(v.status, 'red')}]{v.status}[/]", v.prop.claim)
+    out.print(table)
+    rate = f", {ex.states / ex.search_seconds:,.0f} states/s" if ex.search_seconds > 0 else ""
+    out.print(
+        f"{ex.states:,} distinct states, {ex.transitions:,} transitions, depth {ex.depth}; "
+        f"search {ex.search_seconds:.2f} s{rate}, analysis {ex.analysis_seconds:.2f} s"
+        + ("" if ex.complete else f" [yellow](incomplete: {ex.stop_reason})[/]")
+    )
+    for v in ex.verdicts:
+        if v.status == "violated" and v.path is not None:
+            out.print(f"\n[bold red]{v.prop.name}[/] violated: {v.prop.claim}")
+            if v.detail:
+                out.print(f"  {v.detail}")
+            out.print(ex.model.format_path(v.path), markup=False)
+            if v.cycle is not None:
+                out.print("  then forever:", markup=False)
+                out.print(ex.model.format_path(v.cycle), markup=False)
+        elif v.status in ("vacuous", "unreached"):
+            out.print(f"[red]{v.prop.name}[/]: {v.status}: {v.detail}")
+
+
+@app.command("requirements")
+def requirements(
+    area: Optional[str] = typer.Option(None, "--area", help="Only this area (e.g. QCM)."),
+    missing: bool = typer.Option(False, "--missing", help="List the requirements that have no check."),
+    json_out: bool = JsonOpt,
+) -> None:
+    """Print requirement coverage per area; exit 1 when a covered area has a gap or a check names nothing."""
+
+    def body() -> int:
+        from conq import catalog
+
+        areas = catalog.load()
+        if area is not None:
+            areas = [a for a in areas if a.id == area.upper()]
+            if not areas:
+                raise UsageProblem(f"no area {area!r}")
+        cov = catalog.coverage(areas)
+        code = EXIT_OK if all(c.ok for c in cov) else EXIT_VIOLATION
+        if json_out:
+            _emit_json(
+                [
+                    {
+                        "area": c.area.id,
+                        "title": c.area.title,
+                        "marked_covered": c.area.covered,
+                        "requirements": c.total,
+                        "with_checks": c.with_checks,
+                        "missing": c.missing,
+                        "broken": c.broken,
+                    }
+                    for c in cov
+                ]
+            )
+            return code
+        table = Table(title="requirements catalog (spec/requirements)", title_justify="left")
+        for col in ("area", "title", "requirements", "with checks", "marked covered", "problems"):
+            table.add_column(col)
+        for c in cov:
+            probs = len(c.broken) + (len(c.missing) if c.area.covered else 0)
+            table.add_row(
+                c.area.id,
+                c.area.title,
+                str(c.total),
+                f"{c.with_checks} ({100 * c.with_checks / max(c.total, 1):.0f}%)",
+                "yes" if c.area.covered else "no",
+                f"[red]{probs}[/]" if probs else "0",
+            )
+        out.print(table)
+        for c in cov:
+            for b in c.broken:
+                out.print(f"[red]broken check[/] {b}")
+            if c.area.covered:
+                for rid in c.missing:
+                    out.print(f"[red]no check[/] {rid} (area {c.area.id} is marked covered)")
+            elif missing:
+                for rid in c.missing:
+                    out.print(f"no check yet: {rid}")
+        return code
+
+    _guard(body)
+
+
+@app.command("run")
+def run(
+    out_dir: Path = typer.Option(Path("reports"), "--out", help="Where the report goes."),
+    quick: bool = typer.Option(False, "--quick", help="Skip manifest entries marked slow."),
+    json_out: bool = JsonOpt,
+) -> None:
+    """The main job: model-check every manifest entry, run the engines that exist, write reports/."""
+
+    def body() -> int:
+        from conq.jobs import main_job
+
+        return main_job(out_dir, quick=quick, json_out=json_out, console=out)
+
+    _guard(body)
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

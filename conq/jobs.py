@@ -1,0 +1,96 @@
+"""The main job (``conq run``): everything a user wants after setting up.
+
+It model-checks every entry of the manifest of expected results, then runs
+each engine that later stages register in :data:`STAGES` (conformance, Spark
+replay), prints one summary table and writes ``reports/summary.md`` and
+``reports/summary.json``.  Exit 1 when anything differs from what is expected.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from rich.console import Console
+from rich.table import Table
+
+from conq import catalog, manifest
+from conq.model.explorer import explore
+from conq.model.registry import load_model
+from conq.report import exploration_markdown, write_report
+
+#: Later stages: (name, function(out_dir, console) -> list of row dicts with
+#: "stage", "subject", "result", "ok", "seconds", and optional "markdown").
+STAGES: list[tuple[str, Callable[[Path, Console], list[dict[str, Any]]]]] = []
+
+
+def model_check_rows(quick: bool, console: Console) -> tuple[list[dict[str, Any]], list[str]]:
+    rows, markdown = [], []
+    for exp in manifest.load():
+        if quick and exp.slow:
+            continue
+        m = load_model(exp.model, exp.config, exp.overrides)
+        t0 = time.perf_counter()
+        ex = explore(m, symmetry=exp.symmetry, liveness=exp.liveness)
+        secs = time.perf_counter() - t0
+        problems = manifest.mismatches(exp, ex)
+        violated = [v.prop.name for v in ex.violations]
+        result = f"{ex.states:,} states, {ex.transitions:,} transitions"
+        result += f"; violated as expected: {', '.join(violated)}" if violated and not problems else ""
+        rows.append(
+            {
+                "stage": "model-check",
+                "subject": exp.label,
+                "result": result if not problems else "; ".join(problems),
+                "ok": not problems,
+                "seconds": round(secs, 2),
+                "states": ex.states,
+                "transitions": ex.transitions,
+                "violated": violated,
+            }
+        )
+        markdown.append(exploration_markdown(ex, exp.label))
+    return rows, markdown
+
+
+def main_job(out_dir: Path, *, quick: bool, json_out: bool, console: Console) -> int:
+    t0 = time.perf_counter()
+    rows, markdown = model_check_rows(quick, console)
+    cov = catalog.coverage(catalog.load())
+    for c in cov:
+        rows.append(
+            {
+                "stage": "requirements",
+                "subject": c.area.id,
+                "result": f"{c.with_checks}/{c.total} with checks" + (f"; {len(c.broken)} broken" if c.broken else ""),
+                "ok": c.ok,
+                "seconds": 0.0,
+            }
+        )
+    for name, stage in STAGES:
+        for row in stage(out_dir, console):
+            markdown.append(row.pop("markdown", ""))
+            rows.append(row)
+    ok = all(r["ok"] for r in rows)
+    summary = {"ok": ok, "seconds": round(time.perf_counter() - t0, 2), "rows": rows}
+    md = "# conq run\n\n" + _table_md(rows) + "\n" + "\n".join(x for x in markdown if x)
+    path, _ = write_report(out_dir, "summary", md, summary)
+    if json_out:
+        print(json.dumps(summary, indent=2))
+    else:
+        table = Table(title="conq run", title_justify="left")
+        for col in ("stage", "subject", "result", "ok", "s"):
+            table.add_column(col, overflow="fold")
+        for r in rows:
+            table.add_row(r["stage"], r["subject"], r["result"], "[green]yes[/]" if r["ok"] else "[red]NO[/]", f"{r['seconds']:.1f}")
+        console.print(table)
+        console.print(f"report: {path}")
+    return 0 if ok else 1
+
+
+def _table_md(rows: list[dict[str, Any]]) -> str:
+    lines = ["| stage | subject | result | ok | seconds |", "|---|---|---|---|---|"]
+    lines += [f"| {r['stage']} | {r['subject']} | {r['result']} | {'yes' if r['ok'] else '**no**'} | {r['seconds']} |" for r in rows]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,374 @@
+"""The model kernel: the one representation every engine works on.
+
+A model, in the manner of Stateright's ``Model`` and P's split of system and
+spec monitors, is a plain class with
+
+* a **configuration**: a frozen dataclass of small, explicit bounds and
+  behaviour switches (an upstream variant is a switch, never a copy);
+* **initial states**, immutable and hashable (tuples of small ints are the
+  house style: millions must fit in memory);
+* the **actions** enabled in a state, in a deterministic order.  An action is
+  a tuple ``(name, *params)`` of JSON-able scalars: it is what a driver (a
+  conformance adapter, a trace) asks a system to do;
+* a **step** function: the labelled successors of an action.  A step may have
+  several outcomes (a send that may fail, a pull that may find nothing); each
+  outcome carries an **observation**, what an outside party sees of it, so the
+  conformance checker can hold an implementation to the model;
+* named **properties**: ``always`` (state invariants), ``always_step``
+  (transition invariants), ``sometimes`` (a witness that must be reachable) and
+  ``leads_to`` (liveness, checked on the reachable graph under a stated weak
+  fairness assumption).  Every ``always`` carries a witness predicate so that
+  no invariant passes vacuously.
+
+Engines (the explorer, the hypothesis adapter, the conformance checker, the
+Spark replay, z3 cross-checks) use only what this module declares.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import json
+from dataclasses import dataclass
+from typing import Any, Callable, ClassVar, Generic, Hashable, Iterable, Mapping, Sequence, TypeVar
+
+S = TypeVar("S", bound=Hashable)
+
+#: ``(name, *params)``: JSON-able scalars only, hashable, ordered.
+Action = tuple
+#: What an outsider sees of one outcome of a step: JSON-able and hashable
+#: (``None``, ``str``, ``int``, ``bool`` or tuples of them).
+Observation = Hashable
+#: One labelled successor: the action taken, what was observed, the next state.
+Successor = tuple  # (Action, Observation, S)
+
+
+class Kind(str, enum.Enum):
+    ALWAYS = "always"  # holds in every reachable state
+    ALWAYS_STEP = "always-step"  # holds on every reachable transition
+    SOMETIMES = "sometimes"  # holds in at least one reachable state
+    LEADS_TO = "leads-to"  # every fair path from a P-state reaches a Q-state
+
+
+@dataclass(frozen=True)
+class Property:
+    """A named claim about a model.
+
+    ``check`` is a state predicate (ALWAYS, SOMETIMES), a transition predicate
+    ``(state, action, observation, next_state) -> bool`` (ALWAYS_STEP), or the
+    goal ``Q`` of ``P ~> Q`` (LEADS_TO, with ``trigger`` as ``P``).
+    ``witness`` (same signature as ``check``) names the situation in which an
+    invariant is really exercised; an explorer run fails if it is never reached.
+    """
+
+    name: str
+    claim: str
+    kind: Kind
+    check: Callable[..., bool]
+    witness: Callable[..., bool] | None = None
+    trigger: Callable[[Any], bool] | None = None
+    fairness: str = ""
+
+    @property
+    def is_invariant(self) -> bool:
+        return self.kind in (Kind.ALWAYS, Kind.ALWAYS_STEP)
+
+
+def always(name: str, claim: str, check: Callable[[Any], bool], *, witness: Callable[[Any], bool]) -> Property:
+    """A state invariant, with the witness that shows it is not vacuous."""
+    return Property(name, claim, Kind.ALWAYS, check, witness=witness)
+
+
+def always_step(
+    name: str,
+    claim: str,
+    check: Callable[[Any, Action, Observation, Any], bool],
+    *,
+    witness: Callable[[Any, Action, Observation, Any], bool],
+) -> Property:
+    """A transition invariant over ``(state, action, observation, next_state)``."""
+    return Property(name, claim, Kind.ALWAYS_STEP, check, witness=witness)
+
+
+def sometimes(name: str, claim: str, check: Callable[[Any], bool]) -> Property:
+    """A state that must be reachable (a witness of behaviour, not of an invariant)."""
+    return Property(name, claim, Kind.SOMETIMES, check)
+
+
+def leads_to(
+    name: str, claim: str, trigger: Callable[[Any], bool], goal: Callable[[Any], bool], *, fairness: str
+) -> Property:
+    """``trigger ~> goal``: on every fair path, a trigger state is followed by a goal state.
+
+    ``fairness`` states the assumption in words; the classes it speaks of are
+    the ones :meth:`Model.fair` returns (weak fairness per class).
+    """
+    return Property(name, claim, Kind.LEADS_TO, goal, trigger=trigger, fairness=fairness)
+
+
+class PropertyViolation(AssertionError):
+    """A property failed on a concrete path; the message is a readable trace."""
+
+    def __init__(self, prop: Property, path: "Path", model: "Model", detail: str = ""):
+        self.prop = prop
+        self.path = path
+        self.detail = detail
+        super().__init__(
+            f"{model.name}: property '{prop.name}' violated: {prop.claim}\n"
+            + (f"{detail}\n" if detail else "")
+            + model.format_path(path)
+        )
+
+
+@dataclass(frozen=True)
+class Path:
+    """A concrete run: an initial state and the labelled steps taken from it."""
+
+    init: Any
+    steps: tuple[Successor, ...] = ()
+
+    @property
+    def last(self) -> Any:
+        return self.steps[-1][2] if self.steps else self.init
+
+    def states(self) -> list[Any]:
+        return [self.init] + [t for _, _, t in self.steps]
+
+    def actions(self) -> list[Action]:
+        return [a for a, _, _ in self.steps]
+
+    def __len__(self) -> int:
+        return len(self.steps)
+
+
+class ModelError(ValueError):
+    """A model or configuration was used wrongly (bad config field, unknown action...)."""
+
+
+C = TypeVar("C")
+
+
+class Model(Generic[S]):
+    """Base class of every model.  Subclasses set ``name``, ``Config`` and
+    implement :meth:`init_states`, :meth:`actions`, :meth:`step` and
+    :meth:`properties`; :meth:`successors` may be overridden by a faster
+    equivalent (the explorer's hot path) as long as it yields the same
+    successors in the same order.
+    """
+
+    #: registry name, e.g. ``"consumer-lists"``
+    name: ClassVar[str] = "model"
+    #: frozen dataclass of the configuration
+    Config: ClassVar[type]
+
+    def __init__(self, config: Any | None = None):
+        self.config = config if config is not None else self.Config()
+        self._properties: tuple[Property, ...] | None = None
+
+    # -- configuration ---------------------------------------------------
+    @classmethod
+    def configs(cls) -> dict[str, Any]:
+        """Named configurations; the first is the default."""
+        return {"default": cls.Config()}
+
+    @classmethod
+    def describe_configs(cls) -> dict[str, str]:
+        """One line per named configuration (what it is for)."""
+        return {name: "" for name in cls.configs()}
+
+    # -- the state machine -------------------------------------------------
+    def init_states(self) -> Sequence[S]:
+        raise NotImplementedError
+
+    def actions(self, state: S) -> Iterable[Action]:
+        raise NotImplementedError
+
+    def step(self, state: S, action: Action) -> Iterable[tuple[Observation, S]]:
+        """The outcomes of ``action`` in ``state``: ``(observation, next_state)``
+        pairs in a deterministic order; empty when the action is not enabled."""
+        raise NotImplementedError
+
+    def successors(self, state: S) -> list[Successor]:
+        return [(a, o, t) for a in self.actions(state) for o, t in self.step(state, a)]
+
+    # -- properties ---------------------------------------------------------
+    def properties(self) -> Sequence[Property]:
+        raise NotImplementedError
+
+    def property_list(self) -> tuple[Property, ...]:
+        if self._properties is None:
+            props = tuple(self.properties())
+            names = [p.name for p in props]
+            dupes = {n for n in names if names.count(n) > 1}
+            if dupes:
+                raise ModelError(f"{self.name}: duplicate property names {sorted(dupes)}")
+            for p in props:
+                if p.is_invariant and p.witness is None:
+                    raise ModelError(f"{self.name}: invariant '{p.name}' has no witness")
+            self._properties = props
+        return self._properties
+
+    def property(self, name: str) -> Property:
+        for p in self.property_list():
+            if p.name == name:
+                return p
+        raise ModelError(
+            f"{self.name}: no property named '{name}' (known: {', '.join(p.name for p in self.property_list())})"
+        )
+
+    def fair(self, action: Action, observation: Observation) -> Hashable | None:
+        """The weak-fairness class of a step, or None when the step is not
+        fair (the environment may never take it).  Liveness properties are
+        checked assuming: a class that stays enabled is eventually taken."""
+        return None
+
+    # -- views ----------------------------------------------------------------
+    def view(self, state: S) -> Any:
+        """A readable, JSON-able view of a state (for counterexamples and reports)."""
+        return state
+
+    def observe(self, state: S) -> Any:
+        """What an implementation can report of a state (conformance snapshots)."""
+        return self.view(state)
+
+    def canonical(self, state: S) -> S:
+        """Representative of the state's symmetry class (identity: no reduction)."""
+        return state
+
+    def actors(self, action: Action, observation: Observation) -> tuple[str, str]:
+        """Who does a step to whom: the arrows of a counterexample's sequence diagram."""
+        return ("driver", self.name)
+
+    def format_action(self, action: Action, observation: Observation) -> str:
+        args = ", ".join(repr(x) for x in action[1:])
+        return f"{action[0]}({args}) -> {observation!r}"
+
+    def format_path(self, path: Path, *, states: bool = False) -> str:
+        lines = [f"  init: {_compact(self.view(path.init))}"]
+        for i, (a, o, t) in enumerate(path.steps, 1):
+            lines.append(f"  {i:>3}. {self.format_action(a, o)}")
+            if states:
+                lines.append(f"       {_compact(self.view(t))}")
+        if path.steps and not states:
+            lines.append(f"  last: {_compact(self.view(path.last))}")
+        return "\n".join(lines)
+
+    # -- running paths ----------------------------------------------------
+    def replay(self, actions: Iterable[tuple[Action, Observation] | Action], init: S | None = None) -> Path:
+        """Re-run a path given as actions (optionally with the observation to
+        pick among outcomes); raises :class:`ModelError` at the first step the
+        model does not allow."""
+        state = self.init_states()[0] if init is None else init
+        steps: list[Successor] = []
+        for i, item in enumerate(actions, 1):
+            if len(item) == 2 and isinstance(item[0], tuple):
+                action, want = item
+                pick = True
+            else:
+                action, want, pick = tuple(item), None, False
+            outcomes = list(self.step(state, tuple(action)))
+            if pick:
+                outcomes = [(o, t) for o, t in outcomes if o == want]
+            if not outcomes:
+                raise ModelError(
+                    f"{self.name}: step {i}: {action!r}"
+                    + (f" with observation {want!r}" if pick else "")
+                    + f" is not enabled in state {_compact(self.view(state))}"
+                )
+            o, t = outcomes[0]
+            steps.append((tuple(action), o, t))
+            state = t
+        return Path(init=self.init_states()[0] if init is None else init, steps=tuple(steps))
+
+    def check_path(self, path: Path) -> None:
+        """Check every invariant along a path; raise :class:`PropertyViolation` at the first failure."""
+        props = self.property_list()
+        inv = [p for p in props if p.kind is Kind.ALWAYS]
+        inv_step = [p for p in props if p.kind is Kind.ALWAYS_STEP]
+        for p in inv:
+            if not p.check(path.init):
+                raise PropertyViolation(p, Path(path.init), self)
+        for i, (a, o, t) in enumerate(path.steps):
+            prev = path.steps[i - 1][2] if i else path.init
+            for p in inv_step:
+                if not p.check(prev, a, o, t):
+                    raise PropertyViolation(p, Path(path.init, path.steps[: i + 1]), self)
+            for p in inv:
+                if not p.check(t):
+                    raise PropertyViolation(p, Path(path.init, path.steps[: i + 1]), self)
+
+
+def config_from_overrides(model_cls: type[Model], base: Any, overrides: Mapping[str, Any]) -> Any:
+    """Apply ``key=value`` overrides to a config: strings as typed on a command
+    line, or JSON values as a trace header or reproducer carries them."""
+    fields = {f.name: f for f in dataclasses.fields(base)}
+    changes: dict[str, Any] = {}
+    for key, raw in overrides.items():
+        if key not in fields:
+            raise ModelError(
+                f"{model_cls.name}: unknown config field '{key}' (fields: {', '.join(sorted(fields))})"
+            )
+        current = getattr(base, key)
+        try:
+            changes[key] = _coerce(raw, current)
+        except ValueError as e:
+            raise ModelError(f"{model_cls.name}: config field '{key}': {e}") from None
+    return dataclasses.replace(base, **changes)
+
+
+def _coerce(raw: Any, current: Any) -> Any:
+    if not isinstance(raw, str):
+        # A JSON value (from a trace header or a reproducer): lists become tuples.
+        if isinstance(current, enum.Enum):
+            return type(current)(raw)
+        if isinstance(raw, list):
+            return tuple(tuple(v) if isinstance(v, list) else v for v in raw)
+        if type(raw) is not type(current) and not (isinstance(current, int) and type(raw) is int):
+            raise ValueError(f"expected {type(current).__name__}, got {raw!r}")
+        return raw
+    if isinstance(current, bool):
+        low = raw.lower()
+        if low in ("1", "true", "yes", "on"):
+            return True
+        if low in ("0", "false", "no", "off"):
+            return False
+        raise ValueError(f"expected a boolean, got {raw!r}")
+    if isinstance(current, int):
+        try:
+            return int(raw)
+        except ValueError:
+            raise ValueError(f"expected an integer, got {raw!r}") from None
+    if isinstance(current, tuple):
+        try:
+            value = json.loads(raw)
+        except json.JSONDecodeError:
+            raise ValueError(f"expected a JSON list, got {raw!r}") from None
+        if not isinstance(value, list):
+            raise ValueError(f"expected a JSON list, got {raw!r}")
+        return tuple(tuple(v) if isinstance(v, list) else v for v in value)
+    if isinstance(current, enum.Enum):
+        try:
+            return type(current)(raw)
+        except ValueError:
+            raise ValueError(f"expected one of {[m.value for m in type(current)]}, got {raw!r}") from None
+    return raw
+
+
+def _compact(value: Any) -> str:
+    try:
+        return json.dumps(value, separators=(",", ":"), default=str)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+def config_dict(config: Any) -> dict[str, Any]:
+    """JSON-able dict of a configuration (enums by value, tuples as lists)."""
+
+    def conv(v: Any) -> Any:
+        if isinstance(v, enum.Enum):
+            return v.value
+        if isinstance(v, tuple):
+            return [conv(x) for x in v]
+        return v
+
+    return {f.name: conv(getattr(config, f.name)) for f in dataclasses.fields(config)}
