@@ -189,6 +189,7 @@ def _print_exploration(ex, title: str) -> None:
 def requirements(
     area: Optional[str] = typer.Option(None, "--area", help="Only this area (e.g. QCM)."),
     missing: bool = typer.Option(False, "--missing", help="List the requirements that have no check."),
+    catalog_dir: Optional[Path] = typer.Option(None, "--catalog", help="Catalog folder (default: the shipped spec/requirements)."),
     json_out: bool = JsonOpt,
 ) -> None:
     """Print requirement coverage per area; exit 1 when a covered area has a gap or a check names nothing."""
@@ -196,7 +197,9 @@ def requirements(
     def body() -> int:
         from conq import catalog
 
-        areas = catalog.load()
+        if catalog_dir is not None and not catalog_dir.is_dir():
+            raise UsageProblem(f"--catalog {catalog_dir}: not a folder")
+        areas = catalog.load(catalog_dir)
         if area is not None:
             areas = [a for a in areas if a.id == area.upper()]
             if not areas:

@@ -1,0 +1,41 @@
+# The two commands of the README:
+#   make run    set up .venv, then the main job (model-check, conformance, Spark local[*] replay, reports/)
+#   make test   set up .venv, then the whole test suite
+# Both are idempotent: setup reinstalls only when pyproject.toml changed.
+
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.conq-installed
+
+.PHONY: run test setup check-prereqs bench clean
+
+run: setup
+	$(BIN)/conq run
+
+test: setup
+	$(BIN)/python -m pytest
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml | check-prereqs
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test,bench]'
+	touch $(STAMP)
+
+# Spark needs Java 17+; the models need Python 3.11+.  Say how to fix either.
+check-prereqs:
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)' || { \
+	  echo "error: conq needs Python 3.11 or newer; found $$($(PYTHON) --version 2>&1)." >&2; \
+	  echo "       On Debian/Ubuntu: sudo apt-get install -y python3.11 python3.11-venv, then PYTHON=python3.11 make ..." >&2; exit 2; }
+	@v=$$(java -version 2>&1 | awk -F'"' '/version/ {print $$2; exit}' | sed -e 's/^1\.//' | cut -d. -f1); \
+	if [ -z "$$v" ] || [ "$$v" -lt 17 ] 2>/dev/null; then \
+	  echo "error: Spark needs Java 17 or newer; found: $${v:-no java on PATH}." >&2; \
+	  echo "       On Debian/Ubuntu: sudo apt-get install -y openjdk-17-jre-headless" >&2; exit 2; fi
+
+bench: setup
+	@for b in bench/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+
+clean:
+	rm -rf $(VENV) reports build dist *.egg-info .pytest_cache .hypothesis
