@@ -1,0 +1,276 @@
+"""The conformance checker: an implementation's run is accepted iff the model
+can produce the same observations for the same actions.
+
+The model may be nondeterministic (several outcomes of one action, internal
+choices the implementation resolves its own way), so the checker tracks the
+*set* of model states consistent with everything observed so far and fails
+only when that set becomes empty.  It then reports the first divergent step:
+the action, what the implementation did, what the model allowed, and a
+delta-debugged (ddmin) minimal action sequence that still diverges the same
+way.
+
+Optionally (``snapshots=True``) the implementation's observable state is
+compared after every step with the model's ``observe()`` view, which narrows
+the consistent set and catches internal drift before it shows in an
+observation.  Every ``always`` property of the model is checked on the
+consistent states: a run that only a property-violating model run can explain
+is reported as a property violation.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable
+
+from conq.model.kernel import Kind, Model, config_dict
+
+from .adapters import REJECTED, Implementation, PortFailure
+from .trace import Event, Trace, hashable, jsonable
+
+
+@dataclass
+class Divergence:
+    step: int  # 1-based
+    action: tuple
+    observed: Any
+    allowed: list[Any]
+    kind: str  # observation | not-enabled | snapshot | property | port
+    detail: str = ""
+    candidates: int = 0  # model states consistent before the step
+
+    def describe(self) -> str:
+        if self.kind == "port":
+            return f"step {self.step}: {self.detail}"
+        head = f"step {self.step}: action {list(self.action)}"
+        if self.kind == "observation":
+            return f"{head}: the implementation observed {jsonable(self.observed)!r}; the model allows {[jsonable(a) for a in self.allowed]!r}"
+        if self.kind == "not-enabled":
+            return f"{head}: the implementation performed it (observed {jsonable(self.observed)!r}) but the model has it disabled in every consistent state"
+        if self.kind == "snapshot":
+            return f"{head}: the implementation's state after the step matches no consistent model state: {self.detail}"
+        if self.kind == "property":
+            return f"{head}: {self.detail}"
+        return f"{head}: {self.detail}"
+
+
+@dataclass
+class RunResult:
+    seed: int
+    actions: list[tuple]
+    observations: list[Any]
+    divergence: Divergence | None = None
+    minimised: list[tuple] | None = None
+    seconds: float = 0.0
+    #: model states consistent at some step (for coverage), when recorded
+    visited: set[Any] = field(default_factory=set)
+    #: (state, action name) pairs taken, when recorded
+    transitions: set[Any] = field(default_factory=set)
+
+    @property
+    def ok(self) -> bool:
+        return self.divergence is None
+
+    @property
+    def steps(self) -> int:
+        return len(self.observations)
+
+    def trace(self, model: Model, mode: str = "recorded") -> Trace:
+        tr = Trace(
+            model=model.name,
+            config=config_dict(model.config),
+            config_name=getattr(model, "config_name", None),
+            seed=self.seed,
+            generator={"mode": mode, "length": len(self.actions)},
+        )
+        tr.events = [Event(i + 1, a, o) for i, (a, o) in enumerate(zip(self.actions, self.observations))]
+        return tr
+
+
+class Checker:
+    def __init__(
+        self,
+        model: Model,
+        impl: Implementation,
+        *,
+        snapshots: bool = True,
+        check_properties: bool = True,
+        record: bool = False,
+    ):
+        self.model = model
+        self.impl = impl
+        self.snapshots = snapshots
+        self.record = record
+        self.config = config_dict(model.config)
+        self.invariants = [p for p in model.property_list() if p.kind is Kind.ALWAYS] if check_properties else []
+        self.steps_checked = 0
+
+    # -- one step of the consistent-set tracking ----------------------------------
+    def _advance(self, current: list[Any], action: tuple, observed: Any, result: RunResult) -> tuple[list[Any], list[Any], bool]:
+        nxt: list[Any] = []
+        seen: set[Any] = set()
+        allowed: list[Any] = []
+        enabled = False
+        step = self.model.step
+        for s in current:
+            outs = step(s, action)
+            if not outs:
+                if observed == REJECTED and s not in seen:
+                    seen.add(s)
+                    nxt.append(s)
+                continue
+            enabled = True
+            for o, t in outs:
+                if o not in allowed:
+                    allowed.append(o)
+                if o == observed and t not in seen:
+                    seen.add(t)
+                    nxt.append(t)
+                    if self.record:
+                        result.transitions.add((s, action[0]))
+        if not enabled and REJECTED not in allowed:
+            allowed.append(REJECTED)
+        return nxt, allowed, enabled
+
+    def _filter_snapshot(self, states: list[Any]) -> tuple[list[Any], Any]:
+        snap = self.impl.snapshot()
+        if snap is None:
+            return states, None
+        observe = self.model.observe
+        return [t for t in states if hashable(observe(t)) == snap], snap
+
+    def _initial(self, result: RunResult) -> list[Any] | None:
+        current = list(self.model.init_states())
+        if self.snapshots:
+            kept, snap = self._filter_snapshot(current)
+            if not kept:
+                result.divergence = Divergence(
+                    0, ("init",), None, [], "snapshot", f"initial state {jsonable(snap)!r} is not an initial state of the model"
+                )
+                return None
+            current = kept
+        return current
+
+    def _check_invariants(self, states: list[Any]) -> str | None:
+        for p in self.invariants:
+            if all(not p.check(t) for t in states):
+                return f"property '{p.name}' violated: {p.claim}"
+        return None
+
+    def _run(self, seed: int, choose: Callable[[list[Any], int], tuple | None], limit: int) -> RunResult:
+        t0 = time.perf_counter()
+        result = RunResult(seed=seed, actions=[], observations=[])
+        try:
+            self.impl.start(self.model.name, self.config, seed)
+            current = self._initial(result)
+            if current is None:
+                return result
+            if self.record:
+                result.visited.update(current)
+            for n in range(1, limit + 1):
+                action = choose(current, n)
+                if action is None:
+                    break
+                result.actions.append(action)
+                try:
+                    observed = self.impl.do(action)
+                except PortFailure as e:
+                    result.divergence = Divergence(n, action, None, [], "port", str(e), len(current))
+                    return result
+                result.observations.append(observed)
+                self.steps_checked += 1
+                nxt, allowed, enabled = self._advance(current, action, observed, result)
+                if not nxt:
+                    kind = "observation" if enabled else "not-enabled"
+                    result.divergence = Divergence(n, action, observed, allowed, kind, candidates=len(current))
+                    return result
+                if self.snapshots:
+                    try:
+                        kept, snap = self._filter_snapshot(nxt)
+                    except PortFailure as e:
+                        result.divergence = Divergence(n, action, observed, allowed, "port", str(e), len(current))
+                        return result
+                    if not kept:
+                        views = [jsonable(hashable(self.model.observe(t))) for t in nxt[:3]]
+                        result.divergence = Divergence(
+                            n, action, observed, allowed, "snapshot",
+                            f"implementation {jsonable(snap)!r}; model allows {views!r}" + (" ..." if len(nxt) > 3 else ""),
+                            len(current),
+                        )
+                        return result
+                    nxt = kept
+                if self.invariants:
+                    problem = self._check_invariants(nxt)
+                    if problem:
+                        result.divergence = Divergence(n, action, observed, allowed, "property", problem, len(current))
+                        return result
+                if self.record:
+                    result.visited.update(nxt)
+                current = nxt
+            return result
+        finally:
+            result.seconds = time.perf_counter() - t0
+
+    # -- public entry points ------------------------------------------------------------
+    def replay(self, actions: Iterable[tuple], seed: int = 0) -> RunResult:
+        """Replay a fixed action sequence (a trace) against the implementation."""
+        acts = list(actions)
+
+        def choose(_current: list[Any], n: int) -> tuple | None:
+            return acts[n - 1]
+
+        return self._run(seed, choose, len(acts))
+
+    def walk(self, seed: int, length: int) -> RunResult:
+        """Generate actions online from the consistent model states (seeded),
+        so nondeterminism resolved by the implementation never strands the walk."""
+        rng = random.Random(seed)
+        actions = self.model.actions
+
+        def choose(current: list[Any], _n: int) -> tuple | None:
+            enabled = list(actions(current[0]))
+            return enabled[rng.randrange(len(enabled))] if enabled else None
+
+        return self._run(seed, choose, length)
+
+    def check_trace(self, trace: Trace) -> RunResult:
+        return self.replay(trace.actions(), trace.seed)
+
+    def minimise(self, result: RunResult) -> list[tuple]:
+        """ddmin (Zeller & Hildebrandt) over the actions of a diverging run: the
+        smallest sequence found that still diverges with the same kind."""
+        assert result.divergence is not None
+        kind = result.divergence.kind
+        seed = result.seed
+        cache: dict[tuple, bool] = {}
+
+        def fails(seq: list[tuple]) -> bool:
+            key = tuple(seq)
+            if key not in cache:
+                r = self.replay(seq, seed)
+                cache[key] = r.divergence is not None and r.divergence.kind == kind
+            return cache[key]
+
+        seq = result.actions[: result.divergence.step] if result.divergence.step else list(result.actions)
+        n = 2
+        while len(seq) >= 2:
+            chunk = max(1, len(seq) // n)
+            parts = [seq[i : i + chunk] for i in range(0, len(seq), chunk)]
+            reduced = False
+            for i, part in enumerate(parts):
+                if fails(part):
+                    seq, n, reduced = part, 2, True
+                    break
+            if not reduced:
+                for i in range(len(parts)):
+                    complement = [a for j, p in enumerate(parts) if j != i for a in p]
+                    if complement and fails(complement):
+                        seq, n, reduced = complement, max(n - 1, 2), True
+                        break
+            if not reduced:
+                if n >= len(seq):
+                    break
+                n = min(len(seq), 2 * n)
+        result.minimised = seq
+        return seq

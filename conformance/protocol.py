@@ -1,0 +1,225 @@
+"""The port protocol: how an implementation in any language is driven.
+
+Every message and error code is declared here, once.  The protocol document
+``spec/port-protocol.md`` is generated from these declarations
+(``conq protocol --write``) and a test fails when the two differ; the stdio
+adapter and the reference port validate every message they receive against
+the same declarations.
+
+In the spirit of Maelstrom's node protocol: newline-delimited JSON over the
+port's stdin/stdout, one object per line, logs on stderr only.  The checker
+sends one request at a time and waits for its response (with a timeout).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+PROTOCOL_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Field:
+    name: str
+    type: str  # JSON type, for the document and validation
+    about: str
+    required: bool = True
+
+
+@dataclass(frozen=True)
+class Message:
+    type: str
+    sender: str  # "checker" or "port"
+    about: str
+    fields: tuple[Field, ...]
+    reply: str | None = None  # the success response to a request
+
+
+@dataclass(frozen=True)
+class ErrorCode:
+    code: int
+    name: str
+    definite: bool  # True: the operation certainly did not happen
+    about: str
+
+
+_ID = Field("id", "integer", "request id chosen by the checker; the response echoes it")
+
+MESSAGES: tuple[Message, ...] = (
+    Message(
+        "init",
+        "checker",
+        "First message of a session. The port builds a fresh system under test for this model and configuration; "
+        "`seed` fixes every choice the port makes itself (its scheduler, its tie-breaks), so a run replays exactly.",
+        (
+            _ID,
+            Field("protocol", "integer", f"protocol version; this document describes version {PROTOCOL_VERSION}"),
+            Field("model", "string", "model name, e.g. `consumer-lists`"),
+            Field("config", "object", "the model configuration, field by field (see `conq list --json`)"),
+            Field("seed", "integer", "seed for the port's own nondeterminism"),
+        ),
+        reply="init_ok",
+    ),
+    Message(
+        "init_ok",
+        "port",
+        "The system under test is ready.",
+        (_ID, Field("implementation", "string", "name and version of the port, for reports")),
+    ),
+    Message(
+        "action",
+        "checker",
+        "Perform one action of the model on the system under test and report what was observed. "
+        "Actions are arrays: the action name, then its parameters (see the model's spec).",
+        (_ID, Field("action", "array", "`[name, param, ...]`, exactly as the model's actions")),
+        reply="action_ok",
+    ),
+    Message(
+        "action_ok",
+        "port",
+        "The action was performed; `observation` is what the caller saw, in the model's vocabulary.",
+        (_ID, Field("observation", "any", "JSON value; arrays stand for the model's tuples")),
+    ),
+    Message(
+        "snapshot",
+        "checker",
+        "Report the observable state of the system under test (optional: a port that cannot answers error 11).",
+        (_ID,),
+        reply="snapshot_ok",
+    ),
+    Message(
+        "snapshot_ok",
+        "port",
+        "The observable state, in the shape of the model's `observe()` view.",
+        (_ID, Field("state", "any", "JSON value")),
+    ),
+    Message(
+        "reset",
+        "checker",
+        "Discard the system under test and build a fresh one with the same model and configuration and this seed.",
+        (_ID, Field("seed", "integer", "seed for the fresh system")),
+        reply="reset_ok",
+    ),
+    Message("reset_ok", "port", "A fresh system under test is ready.", (_ID,)),
+    Message("shutdown", "checker", "End of session: the port replies, then exits with status 0.", (_ID,), reply="shutdown_ok"),
+    Message("shutdown_ok", "port", "The port is about to exit.", (_ID,)),
+    Message(
+        "error",
+        "port",
+        "A request failed. `definite` tells whether the operation certainly did not happen (the checker may go on) "
+        "or may have happened in part (the run's verdict is a failure at this step).",
+        (
+            _ID,
+            Field("code", "integer", "one of the error codes below"),
+            Field("text", "string", "what went wrong, for a person"),
+            Field("definite", "boolean", "true when the operation certainly did not happen"),
+        ),
+    ),
+)
+
+ERRORS: tuple[ErrorCode, ...] = (
+    ErrorCode(10, "malformed-request", True, "the request is not valid JSON or lacks a field"),
+    ErrorCode(11, "not-supported", True, "the message type is not supported by this port"),
+    ErrorCode(12, "unknown-action", True, "the action name or its parameters are not known to the port"),
+    ErrorCode(13, "not-enabled", True, "the action's precondition does not hold in the current state; nothing was done"),
+    ErrorCode(14, "unsupported-model", True, "the port does not implement this model or configuration"),
+    ErrorCode(20, "crashed", False, "the system under test failed while performing the action"),
+    ErrorCode(21, "timeout", False, "the action did not complete in the port's own time limit"),
+)
+
+BY_TYPE = {m.type: m for m in MESSAGES}
+BY_CODE = {e.code: e for e in ERRORS}
+_JSON_TYPES = {
+    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "string": lambda v: isinstance(v, str),
+    "object": lambda v: isinstance(v, dict),
+    "array": lambda v: isinstance(v, list),
+    "boolean": lambda v: isinstance(v, bool),
+    "any": lambda v: True,
+}
+
+
+def validate(obj: Any, sender: str) -> str | None:
+    """None when ``obj`` is a well-formed message from ``sender``, else the problem."""
+    if not isinstance(obj, dict):
+        return "a message must be a JSON object"
+    kind = obj.get("type")
+    msg = BY_TYPE.get(kind)
+    if msg is None:
+        return f"unknown message type {kind!r}"
+    if msg.sender != sender:
+        return f"message type {kind!r} is sent by the {msg.sender}, not the {sender}"
+    for f in msg.fields:
+        if f.name not in obj:
+            if f.required:
+                return f"{kind}: missing field '{f.name}'"
+            continue
+        if not _JSON_TYPES[f.type](obj[f.name]):
+            return f"{kind}: field '{f.name}' must be {f.type}, got {type(obj[f.name]).__name__}"
+    if kind == "error" and obj["code"] not in BY_CODE:
+        return f"error: unknown code {obj['code']}"
+    return None
+
+
+def render_markdown() -> str:
+    """The protocol document, generated from the declarations above."""
+    out = [
+        "# The conq port protocol",
+        "",
+        "<!-- generated by `conq protocol --write` from conformance/protocol.py; do not edit by hand -->",
+        "",
+        f"Protocol version {PROTOCOL_VERSION}. A *port* is an implementation of one of the conq models, in any language, "
+        "driven by the conformance checker (`conq conformance --impl stdio:CMD`).",
+        "",
+        "## Transport",
+        "",
+        "- The checker starts the port as a child process and talks to it over the port's stdin and stdout.",
+        "- Each message is one JSON object on one line (newline-delimited JSON, UTF-8). Nothing else may be written "
+        "to stdout: logs go to stderr (the checker shows its tail when a port fails).",
+        "- The checker sends one request and waits for its response before the next one. Every request carries an "
+        "integer `id`; the response echoes it.",
+        "- Every response must arrive within the checker's timeout (`--timeout`, default 10 s); a port that does not "
+        "answer in time, exits, or writes anything that is not a well-formed message fails the run at that step, with "
+        "the step, the request and what went wrong in the verdict.",
+        "",
+        "## Session",
+        "",
+        "```",
+        "checker -> port   {\"type\":\"init\",\"id\":1,\"protocol\":1,\"model\":\"consumer-lists\",\"config\":{...},\"seed\":7}",
+        "port -> checker   {\"type\":\"init_ok\",\"id\":1,\"implementation\":\"my-port 0.3\"}",
+        "checker -> port   {\"type\":\"action\",\"id\":2,\"action\":[\"enqueue\",0]}",
+        "port -> checker   {\"type\":\"action_ok\",\"id\":2,\"observation\":[\"notified\",1]}",
+        "...",
+        "checker -> port   {\"type\":\"shutdown\",\"id\":9}",
+        "port -> checker   {\"type\":\"shutdown_ok\",\"id\":9}",
+        "```",
+        "",
+        "The checker accepts a run when the model can produce the same observations for the same actions; the model may "
+        "allow several observations for one action (it tracks every model state consistent with what it saw).",
+        "",
+        "## Messages",
+        "",
+    ]
+    for m in MESSAGES:
+        out += [f"### `{m.type}` ({m.sender} -> {'port' if m.sender == 'checker' else 'checker'})", "", m.about, ""]
+        if m.reply:
+            out += [f"Answered by `{m.reply}`, or by `error`.", ""]
+        out += ["| field | type | meaning |", "|---|---|---|", "| `type` | string | `\"" + m.type + "\"` |"]
+        out += [f"| `{f.name}` | {f.type} | {f.about} |" for f in m.fields]
+        out.append("")
+    out += [
+        "## Error codes",
+        "",
+        "| code | name | definite | meaning |",
+        "|---|---|---|---|",
+    ]
+    out += [f"| {e.code} | `{e.name}` | {'yes' if e.definite else 'no'} | {e.about} |" for e in ERRORS]
+    out += [
+        "",
+        "*Definite* errors say the operation certainly did not happen: the checker treats them as an observation "
+        "(`[\"error\", code]`) that the model must allow (for example, `not-enabled` where the model has the action "
+        "disabled). Indefinite errors end the run with a failing verdict at that step.",
+        "",
+    ]
+    return "\n".join(out)
