@@ -28,8 +28,9 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-out = Console(highlight=False, soft_wrap=True)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+# Piped output (CI logs, files) gets a wide fixed width instead of rich's 80 columns.
+out = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 140)
+err = Console(stderr=True, highlight=False, soft_wrap=True, width=None if sys.stderr.isatty() else 140)
 
 EXIT_OK, EXIT_VIOLATION, EXIT_USAGE = 0, 1, 2
 
@@ -246,6 +247,93 @@ def requirements(
                 for rid in c.missing:
                     out.print(f"no check yet: {rid}")
         return code
+
+    _guard(body)
+
+
+@app.command("conformance")
+def conformance(
+    model: str = typer.Argument("consumer-lists", help="Model whose implementation is checked."),
+    impl: str = typer.Option("reference", "--impl", help="'reference' (in-process) or 'stdio:COMMAND' (a port)."),
+    config: Optional[str] = typer.Option(None, "--config", "-c", help="Named configuration of the model."),
+    set_: Optional[List[str]] = typer.Option(None, "--set", help="Override a configuration field: KEY=VALUE."),
+    traces: int = typer.Option(200, "--traces", min=0, help="Generated traces to run."),
+    seed: int = typer.Option(0, "--seed", min=0, help="Root seed; trace i uses a seed derived from (seed, i)."),
+    length: int = typer.Option(40, "--length", min=1, help="Steps per generated trace (depth, for exhaustive)."),
+    mode: str = typer.Option("random", "--mode", help="random | coverage | exhaustive"),
+    corpus: Optional[Path] = typer.Option(None, "--corpus", help="Also run the golden traces in this folder."),
+    no_snapshots: bool = typer.Option(False, "--no-snapshots", help="Compare observations only, not states."),
+    timeout: float = typer.Option(10.0, "--timeout", min=0.1, help="Seconds a port may take per response."),
+    json_out: bool = JsonOpt,
+) -> None:
+    """Hold an implementation to the model: corpus and generated traces; exit 1 on any divergence."""
+
+    def body() -> int:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        from conq.conformance.suite import SuiteError, corpus_files, run_suite
+        from conq.conformance.trace import TraceError
+
+        total = traces + (len(corpus_files(corpus)) if corpus is not None else 0)
+        try:
+            with Progress(
+                TextColumn("conformance"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                console=err, disable=json_out or not err.is_terminal, transient=True,
+            ) as bar:
+                task = bar.add_task("traces", total=total)
+                res, m = run_suite(
+                    model, impl_spec=impl, config_name=config, overrides=_parse_sets(set_), traces=traces,
+                    seed=seed, length=length, mode=mode, corpus=corpus, snapshots=not no_snapshots,
+                    timeout=timeout, on_trace=lambda: bar.advance(task),
+                )
+        except (SuiteError, TraceError) as e:
+            raise UsageProblem(str(e)) from None
+        if json_out:
+            _emit_json(res.to_json(m))
+        else:
+            table = Table(title=f"conformance: {res.model} against {res.impl}", title_justify="left")
+            for col in ("traces", "corpus (as expected)", "steps checked", "steps/s", "divergences", "verdict"):
+                table.add_column(col)
+            table.add_row(
+                str(res.traces), f"{res.corpus} ({res.corpus_ok})", f"{res.steps:,}", f"{res.steps_per_second:,.0f}",
+                str(len(res.failures)), "[green]conforms[/]" if res.ok else "[bold red]DIVERGES[/]",
+            )
+            out.print(table)
+            for f in res.failures:
+                out.print(f.describe(m), markup=False)
+        return EXIT_OK if res.ok else EXIT_VIOLATION
+
+    _guard(body)
+
+
+@app.command("protocol")
+def protocol_doc(
+    write: bool = typer.Option(False, "--write", help="Regenerate spec/port-protocol.md."),
+    json_out: bool = JsonOpt,
+) -> None:
+    """Print the port protocol (generated from its declarations in code)."""
+
+    def body() -> int:
+        import dataclasses
+
+        from conq.catalog import repo_root
+        from conq.conformance import protocol
+
+        if json_out:
+            _emit_json({
+                "version": protocol.PROTOCOL_VERSION,
+                "messages": [dataclasses.asdict(m) for m in protocol.MESSAGES],
+                "errors": [dataclasses.asdict(e) for e in protocol.ERRORS],
+            })
+        elif write:
+            from conq.conformance.trace import atomic_write
+
+            target = repo_root() / "spec" / "port-protocol.md"
+            atomic_write(target, protocol.render_markdown())
+            out.print(f"wrote {target}")
+        else:
+            sys.stdout.write(protocol.render_markdown())
+        return EXIT_OK
 
     _guard(body)
 

@@ -1,0 +1,192 @@
+"""The conformance suite: the golden corpus plus generated traces, against an
+implementation (the reference in-process, or a port over stdio).
+
+``conq conformance`` is a thin shell over :func:`run_suite`.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from conq.model.kernel import Model, config_dict
+from conq.model.registry import load_model
+
+from . import generate, trace
+from .adapters import Implementation, Stdio, reference
+from .checker import Checker, RunResult
+
+
+class SuiteError(ValueError):
+    """Bad suite input (unknown implementation spec, unreadable corpus...)."""
+
+
+def make_impl(spec: str, model: str, *, timeout: float = 10.0) -> Implementation:
+    """``reference`` or ``stdio:COMMAND``."""
+    if spec == "reference":
+        try:
+            return reference(model)
+        except ValueError as e:
+            raise SuiteError(str(e)) from None
+    if spec.startswith("stdio:") and spec[6:].strip():
+        return Stdio(spec[6:].strip(), timeout=timeout)
+    raise SuiteError(f"--impl must be 'reference' or 'stdio:COMMAND', got {spec!r}")
+
+
+@dataclass
+class Failure:
+    source: str  # "corpus:FILE" or "random seed N"
+    result: RunResult
+    replay: str  # the command that replays this failure alone
+
+    def describe(self, model: Model) -> str:
+        d = self.result.divergence
+        text = f"{self.source}: {d.describe()}"
+        if self.result.minimised is not None:
+            text += "\n  minimised: " + " ; ".join(model.format_action(a, None).split(" -> ")[0] for a in self.result.minimised)
+        return text + f"\n  replay: {self.replay}"
+
+
+@dataclass
+class SuiteResult:
+    model: str
+    impl: str
+    traces: int = 0
+    steps: int = 0
+    seconds: float = 0.0
+    corpus: int = 0
+    corpus_ok: int = 0
+    failures: list[Failure] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.failures
+
+    @property
+    def steps_per_second(self) -> float:
+        return self.steps / self.seconds if self.seconds else 0.0
+
+    def to_json(self, model: Model) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "impl": self.impl,
+            "ok": self.ok,
+            "traces": self.traces,
+            "steps": self.steps,
+            "seconds": round(self.seconds, 3),
+            "steps_per_second": round(self.steps_per_second),
+            "corpus": {"traces": self.corpus, "as_expected": self.corpus_ok},
+            "failures": [
+                {
+                    "source": f.source,
+                    "step": f.result.divergence.step,
+                    "kind": f.result.divergence.kind,
+                    "divergence": f.result.divergence.describe(),
+                    "actions": [list(a) for a in f.result.actions],
+                    "minimised": [list(a) for a in f.result.minimised] if f.result.minimised is not None else None,
+                    "replay": f.replay,
+                }
+                for f in self.failures
+            ],
+        }
+
+
+def corpus_files(directory: Path) -> list[Path]:
+    if not directory.is_dir():
+        raise SuiteError(f"corpus folder not found: {directory}")
+    return sorted(directory.rglob("*.ndjson"))
+
+
+def run_suite(
+    model_name: str,
+    *,
+    impl_spec: str = "reference",
+    config_name: str | None = None,
+    overrides: dict[str, Any] | None = None,
+    traces: int = 100,
+    seed: int = 0,
+    length: int = 40,
+    mode: str = "random",
+    corpus: Path | None = None,
+    snapshots: bool = True,
+    minimise: bool = True,
+    max_failures: int = 5,
+    timeout: float = 10.0,
+    on_trace: Callable[[], None] | None = None,
+) -> tuple[SuiteResult, Model]:
+    model = load_model(model_name, config_name, overrides)
+    impl = make_impl(impl_spec, model.name, timeout=timeout)
+    res = SuiteResult(model=model.name, impl=impl.name)
+    t0 = time.perf_counter()
+    try:
+        if corpus is not None:
+            _run_corpus(model_name, impl, corpus, res, snapshots, minimise, on_trace)
+        checker = Checker(model, impl, snapshots=snapshots)
+        base = f"conq conformance {model_name}" + (f" --config {config_name}" if config_name else "")
+        base += "".join(f" --set {k}={v}" for k, v in (overrides or {}).items())
+        base += f" --impl '{impl_spec}'" if impl_spec != "reference" else ""
+        for source, run in _generated(model, checker, traces, seed, length, mode):
+            res.traces += 1
+            res.steps += run.steps
+            if not run.ok and len(res.failures) < max_failures:
+                if minimise and run.divergence.kind != "port":
+                    checker.minimise(run)
+                replay = f"{base} --mode {mode} --traces 1 --seed {source[1]} --length {length}" if mode != "exhaustive" else f"{base} --mode exhaustive --length {length}"
+                res.failures.append(Failure(source[0], run, replay))
+            if on_trace:
+                on_trace()
+    finally:
+        impl.close()
+        res.seconds = time.perf_counter() - t0
+    return res, model
+
+
+def _generated(model: Model, checker: Checker, traces: int, seed: int, length: int, mode: str) -> Iterator[tuple[tuple[str, int], RunResult]]:
+    if mode == "random":
+        # Walk online from the consistent model states: the implementation's own
+        # resolution of nondeterminism never strands a pre-generated trace.
+        for i in range(traces):
+            s = generate.derive_seed(seed, i)
+            yield (f"random trace {i} (seed {s})", s), checker.walk(s, length)
+    elif mode == "coverage":
+        seen: set = set()
+        for i in range(traces):
+            s = generate.derive_seed(seed, i)
+            tr = generate.coverage_guided(model, s, length, seen)
+            yield (f"coverage trace {i} (seed {s})", s), checker.replay(tr.actions(), s)
+    elif mode == "exhaustive":
+        for i, tr in enumerate(generate.exhaustive(model, length)):
+            if i >= traces:
+                break
+            yield (f"exhaustive trace {i}", seed), checker.replay(tr.actions(), seed)
+    else:
+        raise SuiteError(f"--mode must be random, coverage or exhaustive, got {mode!r}")
+
+
+def _run_corpus(model_name, impl, directory: Path, res: SuiteResult, snapshots: bool, minimise: bool, on_trace) -> None:
+    for path in corpus_files(directory):
+        tr = trace.read(path)  # raises TraceError with file:line
+        if tr.model != model_name:
+            continue
+        model = load_model(tr.model, None, tr.config)
+        model.config_name = tr.config_name  # type: ignore[attr-defined]
+        checker = Checker(model, impl, snapshots=snapshots)
+        run = checker.check_trace(tr)
+        res.corpus += 1
+        res.steps += run.steps
+        expect = tr.expect or "pass"
+        as_expected = run.ok if expect == "pass" else (not run.ok and run.divergence.kind != "port")
+        if as_expected:
+            res.corpus_ok += 1
+        else:
+            if not run.ok and minimise and run.divergence.kind != "port":
+                checker.minimise(run)
+            if run.ok:
+                from .checker import Divergence
+
+                run.divergence = Divergence(len(tr.events), ("end",), None, [], "expectation", "expected a divergence, the run passed")
+            res.failures.append(Failure(f"corpus:{path.name}", run, f"conq conformance {model_name} --corpus {path.parent} --traces 0"))
+        if on_trace:
+            on_trace()
