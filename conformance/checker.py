@@ -65,7 +65,7 @@ class RunResult:
     seconds: float = 0.0
     #: model states consistent at some step (for coverage), when recorded
     visited: set[Any] = field(default_factory=set)
-    #: (state, action name) pairs taken, when recorded
+    #: (state, (action, observation), next state) edges taken, when recorded
     transitions: set[Any] = field(default_factory=set)
 
     @property
@@ -128,7 +128,7 @@ class Checker:
                     seen.add(t)
                     nxt.append(t)
                     if self.record:
-                        result.transitions.add((s, action[0]))
+                        result.transitions.add((s, (action, o), t))
         if not enabled and REJECTED not in allowed:
             allowed.append(REJECTED)
         return nxt, allowed, enabled

@@ -24,7 +24,15 @@ class SuiteError(ValueError):
 
 
 def make_impl(spec: str, model: str, *, timeout: float = 10.0) -> Implementation:
-    """``reference`` or ``stdio:COMMAND``."""
+    """``reference``, ``stdio:COMMAND``, or ``driver:module:Class`` /
+    ``driver:FILE.py:Class`` (an in-process driver of your own)."""
+    if spec.startswith("driver:"):
+        from .adapters import InProcess
+
+        try:
+            return InProcess(spec[len("driver:"):])
+        except (ValueError, ImportError) as e:
+            raise SuiteError(f"--impl {spec}: {e}") from None
     if spec == "reference":
         try:
             return reference(model)
@@ -32,7 +40,7 @@ def make_impl(spec: str, model: str, *, timeout: float = 10.0) -> Implementation
             raise SuiteError(str(e)) from None
     if spec.startswith("stdio:") and spec[6:].strip():
         return Stdio(spec[6:].strip(), timeout=timeout)
-    raise SuiteError(f"--impl must be 'reference' or 'stdio:COMMAND', got {spec!r}")
+    raise SuiteError(f"--impl must be 'reference', 'stdio:COMMAND' or 'driver:MODULE:Class', got {spec!r}")
 
 
 @dataclass

@@ -338,6 +338,71 @@ def protocol_doc(
     _guard(body)
 
 
+@app.command("replay")
+def replay(
+    model: str = typer.Argument(..., help="Model whose traces are generated and replayed."),
+    traces: int = typer.Option(10_000, "--traces", min=1, help="How many traces."),
+    seed: int = typer.Option(0, "--seed", min=0, help="Root seed: trace i is reproducible alone from (seed, i)."),
+    length: int = typer.Option(30, "--length", min=1, help="Steps per trace."),
+    mode: str = typer.Option("random", "--mode", help="random | coverage | exhaustive (exhaustive prefixes + random walk)."),
+    config: Optional[str] = typer.Option(None, "--config", "-c", help="Named configuration of the model."),
+    set_: Optional[List[str]] = typer.Option(None, "--set", help="Override a configuration field: KEY=VALUE."),
+    impl: str = typer.Option("reference", "--impl", help="'reference', 'stdio:COMMAND' (one port per partition) or 'driver:MODULE:Class'."),
+    master: str = typer.Option("local[*]", "--master", help="Spark master URL."),
+    out_dir: Path = typer.Option(Path("reports/replay"), "--out", help="Output folder (Parquet tables, summary.json, report.md)."),
+    partitions: Optional[int] = typer.Option(None, "--partitions", min=1, help="Spark partitions (default: 4 per core, at most one per block)."),
+    only: Optional[int] = typer.Option(None, "--only", min=0, help="Replay trace INDEX alone, in this process, and print its verdict."),
+    no_truth: bool = typer.Option(False, "--no-truth", help="Do not explore the bounded graph for the coverage truth."),
+    json_out: bool = JsonOpt,
+) -> None:
+    """Generate and replay many traces on Spark; report conformance and coverage against the exhaustive graph."""
+
+    def body() -> int:
+        from conq.conformance.spark_replay import ReplayError, ReplayParams, replay_one, run_replay
+
+        params = ReplayParams(model=model, config_name=config, overrides=_parse_sets(set_), traces=traces,
+                              seed=seed, length=length, mode=mode, impl=impl)
+        try:
+            if only is not None:
+                row = replay_one(params, only)
+                data = dict(zip(("index", "seed", "steps", "ok", "kind", "step", "divergence", "minimised", "replay"), row[1:]))
+                if json_out:
+                    _emit_json(data)
+                else:
+                    out.print(f"trace {only} (seed {data['seed']}): {data['steps']} steps, " + ("[green]conforms[/]" if data["ok"] else "[red]diverges[/]"))
+                    if not data["ok"]:
+                        out.print(data["divergence"], markup=False)
+                        out.print(f"minimised: {data['minimised']}", markup=False)
+                return EXIT_OK if data["ok"] else EXIT_VIOLATION
+            say = (lambda msg: None) if json_out else (lambda msg: err.print(f"[dim]replay:[/] {msg}"))
+            s = run_replay(params, master=master, out=out_dir, partitions=partitions, truth=not no_truth, say=say)
+        except ReplayError as e:
+            raise UsageProblem(str(e)) from None
+        if json_out:
+            import dataclasses
+
+            _emit_json(dataclasses.asdict(s))
+        else:
+            table = Table(title=f"replay: {model} on {master}", title_justify="left")
+            for col in ("traces", "steps", "diverged", "states covered", "transitions covered", "seconds"):
+                table.add_column(col)
+            table.add_row(
+                f"{s.traces:,}", f"{s.steps:,}", f"[red]{s.diverged}[/]" if s.diverged else "0",
+                f"{s.states_covered:,}" + (f" / {s.graph_states:,} ({100 * s.state_fraction:.1f}%)" if s.graph_states else ""),
+                f"{s.transitions_covered:,}" + (f" / {s.graph_transitions:,} ({100 * s.transition_fraction:.1f}%)" if s.graph_transitions else ""),
+                f"{s.seconds}",
+            )
+            out.print(table)
+            if s.missed:
+                out.print(f"not covered: {s.missed}", markup=False)
+            for v in s.violations[:5]:
+                out.print(f"[red]trace {v['index']}[/]: {v['divergence']}\n  minimised: {v['minimised']}\n  replay: {v['replay']}")
+            out.print(f"report: {s.out}/report.md")
+        return EXIT_OK if s.ok else EXIT_VIOLATION
+
+    _guard(body)
+
+
 @app.command("run")
 def run(
     out_dir: Path = typer.Option(Path("reports"), "--out", help="Where the report goes."),

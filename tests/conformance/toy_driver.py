@@ -51,6 +51,23 @@ class CounterDriver:
         return {"pc": list(self.c.phase), "tmp": list(self.c.temp), "counter": self.c.value}
 
 
+class AddDriver(CounterDriver):
+    """The atomic configuration: one ``add`` per client."""
+
+    def do(self, action):
+        name, i = action
+        if name != "add":
+            return super().do(action)
+        c = self.c
+        if c.phase[i] != "idle":
+            raise ActionRejected(f"client {i} is {c.phase[i]}")
+        with c.lock:
+            c.value += 1
+            value = c.value
+        c.phase[i] = "done"
+        return value
+
+
 class AtomicWriteDriver(CounterDriver):
     def written(self, i):
         return self.c.value + 1

@@ -98,7 +98,7 @@ class CounterModel(Model):
         ]
 
     def view(self, s):
-        return {"pc": ["idle", "read", "done"] and [["idle", "read", "done"][p] for p in s[0]], "tmp": list(s[1]), "counter": s[2]}
+        return {"pc": [["idle", "read", "done"][p] for p in s[0]], "tmp": list(s[1]), "counter": s[2]}
 
     def actors(self, action, observation):
         return (f"client{action[1]}", "counter")

@@ -1,0 +1,550 @@
+"""Spark trace replay: millions of generated traces, checked for conformance
+and for every model property, with coverage measured against the explorer's
+exhaustive graph.
+
+Layout of the job (one pass, no shuffle of traces):
+
+1. The driver splits the trace indices ``0..N-1`` into fixed blocks of
+   :data:`BLOCK` indices.  A block is the unit of work; its traces depend only
+   on ``(root seed, index)`` and on the block (the coverage-guided mode's
+   memory of what it has seen is per block), never on how blocks are spread
+   over partitions or executors.  So the same inputs give the same rows
+   whatever the partitioning, and a task that Spark retries recomputes
+   exactly the rows it lost (Spark's output commit keeps one copy).
+2. ``mapPartitions`` runs plain Python per block: build the model and the
+   implementation once per partition (a port is started once per partition),
+   generate each trace, replay it through the checker, and emit rows:
+   ``trace`` rows (index, seed, steps, verdict, first divergence, minimised
+   actions, the command that replays it alone) and ``cover`` rows (kind, key,
+   first index that hit it) for states, transitions, actions, properties
+   witnessed and requirement ids.
+3. The DataFrame API aggregates coverage (distinct keys, first hit per key
+   for the growth curve) and writes Parquet: ``traces/``, ``coverage/``,
+   ``violations/``, then ``summary.json`` and ``report.md`` (with a PNG plot
+   of coverage growth) are written by the driver.
+
+The code reaches executors as a zip of the ``conq`` package built at job
+start (:func:`package_zip`) and shipped with ``addPyFile``, so a cluster needs
+nothing installed but Python and the third-party requirements.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import socket
+import sys
+import tempfile
+import time
+import zipfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+BLOCK = 64  # traces per unit of work; fixed so results never depend on partitioning
+
+
+class ReplayError(ValueError):
+    """Bad input or environment for the replay job (exit 2)."""
+
+
+@dataclass
+class ReplayParams:
+    model: str
+    config_name: str | None = None
+    overrides: dict[str, Any] = field(default_factory=dict)
+    traces: int = 1000
+    seed: int = 0
+    length: int = 30
+    mode: str = "random"  # random | coverage | exhaustive
+    impl: str = "reference"  # reference | stdio:COMMAND
+    prefix_depth: int = 4  # exhaustive mode: depth of the enumerated prefixes
+    snapshots: bool = True
+    minimise: bool = True
+    timeout: float = 10.0
+    #: test hook: a task attempt number that must fail once (proves retries are harmless)
+    fail_first_attempt_of_partition: int | None = None
+
+
+def stable_hash(value: Any) -> int:
+    """A 63-bit hash of a model value that is the same in every process
+    (Python's ``hash`` is salted per process)."""
+    return int.from_bytes(hashlib.blake2b(repr(value).encode(), digest_size=8).digest(), "big") >> 1
+
+
+# -- per-partition work (runs on executors) --------------------------------------
+
+
+def _exhaustive_prefixes(model, depth: int) -> list[list[tuple]]:
+    from .generate import exhaustive
+
+    return [tr.actions() for tr in exhaustive(model, depth)]
+
+
+def replay_blocks(params: ReplayParams, blocks: Iterable[int]) -> Iterator[tuple]:
+    """Rows for the traces of the given blocks.  Row shapes:
+    ("trace", index, seed, steps, ok, kind, step, detail, minimised_json, replay_cmd)
+    ("cover", kind, key, first_index)
+    """
+    from conq.model.kernel import Kind
+    from conq.model.registry import load_model
+
+    from . import generate
+    from .checker import Checker
+    from .suite import make_impl
+
+    model = load_model(params.model, params.config_name, params.overrides)
+    impl = make_impl(params.impl, model.name, timeout=params.timeout)
+    checker = Checker(model, impl, snapshots=params.snapshots, record=True)
+    sometimes = [p for p in model.property_list() if p.kind is Kind.SOMETIMES or p.witness is not None]
+    prop_reqs = _property_requirements(model.name)
+    prefixes = _exhaustive_prefixes(model, params.prefix_depth) if params.mode == "exhaustive" else []
+    base_cmd = _replay_command(params)
+    try:
+        for block in blocks:
+            first: dict[tuple, int] = {}
+            seen: set = set()
+            for index in range(block * BLOCK, min((block + 1) * BLOCK, params.traces)):
+                seed = generate.derive_seed(params.seed, index)
+                if params.mode == "random":
+                    run = checker.walk(seed, params.length)
+                elif params.mode == "coverage":
+                    tr = generate.coverage_guided(model, seed, params.length, seen)
+                    run = checker.replay(tr.actions(), seed)
+                elif params.mode == "exhaustive":
+                    prefix = prefixes[index % len(prefixes)]
+                    run = checker.replay(prefix, seed) if params.length <= len(prefix) else _prefix_then_walk(checker, model, prefix, seed, params.length)
+                else:
+                    raise ReplayError(f"unknown mode {params.mode!r}")
+                d = run.divergence
+                minimised = None
+                if d is not None and params.minimise and d.kind != "port":
+                    minimised = json.dumps([list(a) for a in checker.minimise(run)])
+                yield (
+                    "trace", index, seed, run.steps, d is None,
+                    d.kind if d else None, d.step if d else None, d.describe() if d else None,
+                    minimised, f"{base_cmd} --only {index}",
+                )
+                for s in run.visited:
+                    key = ("state", stable_hash(s))
+                    if key not in first:
+                        first[key] = index
+                        for p in sometimes:
+                            pred = p.check if p.kind is Kind.SOMETIMES else p.witness
+                            if p.kind is not Kind.ALWAYS_STEP and pred(s):
+                                for k in [("property", p.name)] + [("requirement", r) for r in prop_reqs.get(p.name, ())]:
+                                    first.setdefault(k, index)
+                for (s, label, t) in run.transitions:
+                    first.setdefault(("transition", stable_hash((s, label, t))), index)
+                    first.setdefault(("action", label[0][0]), index)
+            for (kind, key), idx in first.items():
+                yield ("cover", kind, str(key), idx)
+    finally:
+        impl.close()
+
+
+def replay_one(params: ReplayParams, index: int) -> tuple:
+    """The ``trace`` row of one trace, computed alone in this process (no
+    Spark): the trace is regenerated from ``(root seed, index)`` and its block."""
+    if not 0 <= index < params.traces:
+        raise ReplayError(f"--only {index}: the run has traces 0..{params.traces - 1}")
+    for row in replay_blocks(params, [index // BLOCK]):
+        if row[0] == "trace" and row[1] == index:
+            return row
+    raise AssertionError("unreachable: the block always yields its traces")
+
+
+def _prefix_then_walk(checker, model, prefix, seed, length):
+    """An exhaustive prefix followed by a seeded online walk to ``length`` steps."""
+    import random
+
+    rng = random.Random(seed)
+    acts = list(prefix)
+
+    def choose(current, n):
+        if n <= len(acts):
+            return acts[n - 1]
+        enabled = list(model.actions(current[0]))
+        return enabled[rng.randrange(len(enabled))] if enabled else None
+
+    return checker._run(seed, choose, length)
+
+
+def _property_requirements(model: str) -> dict[str, list[str]]:
+    """property name -> requirement ids whose checks name it (from the catalog)."""
+    from conq import catalog
+
+    out: dict[str, list[str]] = {}
+    try:
+        areas = catalog.load()
+    except catalog.CatalogError:
+        return out
+    for a in areas:
+        for r in a.requirements:
+            for c in r.checks:
+                m, _, prop = c.partition(":")
+                if m == model and prop:
+                    out.setdefault(prop, []).append(r.id)
+    return out
+
+
+def _replay_command(p: ReplayParams) -> str:
+    cmd = f"conq replay {p.model} --traces {p.traces} --seed {p.seed} --length {p.length} --mode {p.mode}"
+    if p.config_name:
+        cmd += f" --config {p.config_name}"
+    cmd += "".join(f" --set {k}={v}" for k, v in p.overrides.items())
+    if p.impl != "reference":
+        cmd += f" --impl '{p.impl}'"
+    return cmd
+
+
+def _partition_fn(params: ReplayParams):
+    def run(split: int, blocks: Iterator[int]) -> Iterator[tuple]:
+        if params.fail_first_attempt_of_partition is not None and split == params.fail_first_attempt_of_partition:
+            from pyspark import TaskContext
+
+            ctx = TaskContext.get()
+            if ctx is not None and ctx.attemptNumber() == 0:
+                # Emit some rows' worth of work first, then die: the retry must not duplicate them.
+                list(replay_blocks(params, list(blocks)[:1]))
+                raise RuntimeError("injected failure of the first attempt (retry test)")
+        yield from replay_blocks(params, blocks)
+
+    return run
+
+
+# -- shipping the code -----------------------------------------------------------------
+
+
+def package_zip(directory: Path) -> Path:
+    """A zip of the whole ``conq`` package as installed (the mapped folders
+    included), to ship to executors."""
+    import conq
+    import conq.conformance
+    import conq.impl
+    import conq.model
+    import conq.spec
+
+    target = directory / "conq-pkg.zip"
+    with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as zf:
+        for pkg in (conq, conq.model, conq.impl, conq.conformance, conq.spec):
+            root = Path(pkg.__file__).parent
+            arc = Path(*pkg.__name__.split("."))
+            for f in sorted(root.rglob("*")):
+                if f.is_file() and "__pycache__" not in f.parts and f.suffix in (".py", ".toml", ".json", ".md", ".properties"):
+                    rel = f.relative_to(root)
+                    if pkg is conq and rel.parts and rel.parts[0] in ("model", "impl", "conformance", "spec"):
+                        continue
+                    zf.write(f, str(arc / rel))
+    return target
+
+
+# -- the driver -----------------------------------------------------------------------------
+
+
+def java_problem() -> str | None:
+    java = shutil.which("java")
+    if java is None and os.environ.get("JAVA_HOME"):
+        cand = Path(os.environ["JAVA_HOME"]) / "bin" / "java"
+        java = str(cand) if cand.exists() else None
+    if java is None:
+        return "Spark needs Java 17 or newer and no `java` was found. On Debian/Ubuntu: sudo apt-get install -y openjdk-17-jre-headless"
+    import re
+    import subprocess
+
+    try:
+        out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30).stderr
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f"could not run {java} -version: {e}"
+    m = re.search(r'version "(\d+)(?:\.(\d+))?', out)
+    major = int(m.group(1)) if m else 0
+    if major == 1 and m and m.group(2):
+        major = int(m.group(2))
+    if major < 17:
+        return f"Spark needs Java 17 or newer; {java} is version {major or 'unknown'}. On Debian/Ubuntu: sudo apt-get install -y openjdk-17-jre-headless"
+    return None
+
+
+def master_problem(master: str) -> str | None:
+    """Fail fast on a standalone master that cannot be reached (Spark itself
+    would retry for a minute before giving up)."""
+    if master.startswith("spark://"):
+        for hostport in master[len("spark://") :].split(","):
+            host, _, port = hostport.rpartition(":")
+            try:
+                with socket.create_connection((host, int(port)), timeout=5):
+                    return None
+            except (OSError, ValueError) as e:
+                last = f"cannot reach Spark master {hostport}: {e}"
+        return last
+    if master.startswith(("local", "yarn", "k8s://", "mesos://")):
+        return None
+    return f"unknown Spark master URL {master!r} (expected local[*], local-cluster[...], spark://HOST:PORT, yarn, k8s://...)"
+
+
+def spark_session(master: str, app: str = "conq-replay", conf: dict[str, str] | None = None):
+    problem = java_problem() or master_problem(master)
+    if problem:
+        raise ReplayError(problem)
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    log4j = Path(__file__).with_name("log4j2.properties")
+    from pyspark.sql import SparkSession
+
+    builder = (
+        SparkSession.builder.master(master)
+        .appName(app)
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "8")
+        .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{log4j}")
+        .config("spark.executor.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{log4j}")
+        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+        .config("spark.python.worker.reuse", "true")
+    )
+    for k, v in (conf or {}).items():
+        builder = builder.config(k, v)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+@dataclass
+class ReplaySummary:
+    params: dict[str, Any]
+    master: str
+    partitions: int
+    traces: int
+    steps: int
+    diverged: int
+    seconds: float
+    states_covered: int
+    transitions_covered: int
+    actions_covered: list[str]
+    properties_witnessed: list[str]
+    requirements_witnessed: list[str]
+    graph_states: int | None = None
+    graph_transitions: int | None = None
+    state_fraction: float | None = None
+    transition_fraction: float | None = None
+    missed: str = ""
+    violations: list[dict[str, Any]] = field(default_factory=list)
+    out: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.diverged == 0
+
+
+def run_replay(
+    params: ReplayParams,
+    *,
+    master: str = "local[*]",
+    out: Path = Path("reports/replay"),
+    partitions: int | None = None,
+    truth: bool = True,
+    conf: dict[str, str] | None = None,
+    say=print,
+) -> ReplaySummary:
+    from conq.model.registry import load_model
+
+    if params.mode not in ("random", "coverage", "exhaustive"):
+        raise ReplayError(f"--mode must be random, coverage or exhaustive, got {params.mode!r}")
+    model = load_model(params.model, params.config_name, params.overrides)  # fail fast on bad model/config
+    from .suite import SuiteError, make_impl
+
+    try:
+        make_impl(params.impl, model.name).close()  # fail fast on a bad --impl, before Spark starts
+    except SuiteError as e:
+        raise ReplayError(str(e)) from None
+    t0 = time.perf_counter()
+    tmp = Path(tempfile.mkdtemp(prefix="conq-replay-"))
+    staging = out.with_name(out.name + ".partial")
+    try:
+        say(f"starting Spark ({master})")
+        spark = spark_session(master, conf=conf)
+        sc = spark.sparkContext
+        sc.addPyFile(str(package_zip(tmp)))
+        blocks = (params.traces + BLOCK - 1) // BLOCK
+        parts = partitions or max(1, min(blocks, sc.defaultParallelism * 4))
+        say(f"replaying {params.traces:,} traces ({params.mode}, length {params.length}) in {blocks} blocks on {parts} partitions")
+        rows = sc.parallelize(range(blocks), parts).mapPartitionsWithIndex(_partition_fn(params))
+        from pyspark import StorageLevel
+        from pyspark.sql import functions as F
+        from pyspark.sql.types import BooleanType, IntegerType, LongType, StringType, StructField, StructType
+
+        rows.persist(StorageLevel.MEMORY_AND_DISK)
+        trace_schema = StructType([
+            StructField("index", LongType()), StructField("seed", LongType()), StructField("steps", IntegerType()),
+            StructField("ok", BooleanType()), StructField("kind", StringType()), StructField("step", IntegerType()),
+            StructField("divergence", StringType()), StructField("minimised", StringType()), StructField("replay", StringType()),
+        ])
+        cover_schema = StructType([StructField("kind", StringType()), StructField("key", StringType()), StructField("first_index", LongType())])
+        traces_df = spark.createDataFrame(rows.filter(lambda r: r[0] == "trace").map(lambda r: r[1:]), trace_schema)
+        cover_df = (
+            spark.createDataFrame(rows.filter(lambda r: r[0] == "cover").map(lambda r: r[1:]), cover_schema)
+            .groupBy("kind", "key").agg(F.min("first_index").alias("first_index"))
+        )
+        if staging.exists():
+            shutil.rmtree(staging)
+        say("writing traces/ (Parquet)")
+        traces_df.write.mode("overwrite").parquet(str(staging / "traces"))
+        say("aggregating coverage/ (Parquet)")
+        cover_df.write.mode("overwrite").parquet(str(staging / "coverage"))
+        traces_df = spark.read.parquet(str(staging / "traces"))
+        cover_df = spark.read.parquet(str(staging / "coverage"))
+        violations_df = traces_df.filter(~F.col("ok")).orderBy("index")
+        violations_df.write.mode("overwrite").parquet(str(staging / "violations"))
+        agg = traces_df.agg(F.count("*").alias("n"), F.sum("steps").alias("steps"), F.sum((~F.col("ok")).cast("int")).alias("bad")).first()
+        kinds = {r["kind"]: r["c"] for r in cover_df.groupBy("kind").agg(F.count("*").alias("c")).collect()}
+        names = {k: sorted(r["key"] for r in cover_df.filter(F.col("kind") == k).select("key").collect()) for k in ("action", "property", "requirement")}
+        growth = [(r["first_index"], r["c"]) for r in cover_df.filter(F.col("kind") == "state").groupBy("first_index").agg(F.count("*").alias("c")).orderBy("first_index").collect()]
+        state_keys = {int(r["key"]) for r in cover_df.filter(F.col("kind") == "state").select("key").collect()} if truth else set()
+        trans_keys = {int(r["key"]) for r in cover_df.filter(F.col("kind") == "transition").select("key").collect()} if truth else set()
+        violations = [r.asDict() for r in violations_df.limit(20).collect()]
+        partitions_used = rows.getNumPartitions()
+        rows.unpersist()
+        summary = ReplaySummary(
+            params=asdict(params), master=master, partitions=partitions_used, traces=int(agg["n"] or 0),
+            steps=int(agg["steps"] or 0), diverged=int(agg["bad"] or 0), seconds=0.0,
+            states_covered=kinds.get("state", 0), transitions_covered=kinds.get("transition", 0),
+            actions_covered=names["action"], properties_witnessed=names["property"], requirements_witnessed=names["requirement"],
+            violations=violations,
+        )
+        if truth:
+            say("exploring the bounded graph for the coverage truth")
+            _compare_with_graph(model, summary, state_keys, trans_keys, params.length)
+        spark.stop()  # a later run in this process may want another master
+        summary.seconds = round(time.perf_counter() - t0, 2)
+        _write_outputs(staging, summary, growth)
+        if out.exists():
+            shutil.rmtree(out)
+        staging.rename(out)
+        summary.out = str(out)
+        return summary
+    except BaseException:
+        if staging.exists():
+            shutil.rmtree(staging, ignore_errors=True)
+        raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _compare_with_graph(model, summary: ReplaySummary, state_keys: set[int], trans_keys: set[int], length: int) -> None:
+    from conq.model.explorer import explore
+
+    ex = explore(model, liveness=False, keep_edges=True)
+    if not ex.complete:
+        summary.missed = "the configuration is too large to explore; no coverage truth"
+        return
+    states = ex.state_list
+    all_states = {stable_hash(s): i for i, s in enumerate(states)}
+    e, labels = ex.edges, ex.labels
+    all_trans = {stable_hash((states[e[k]], labels[e[k + 2]], states[e[k + 1]])) for k in range(0, len(e), 3)}
+    summary.graph_states = len(all_states)
+    summary.graph_transitions = len(all_trans)
+    hit_s = len(state_keys & all_states.keys())
+    hit_t = len(trans_keys & all_trans)
+    summary.state_fraction = hit_s / len(all_states) if all_states else 1.0
+    summary.transition_fraction = hit_t / len(all_trans) if all_trans else 1.0
+    extra = len(state_keys - all_states.keys())
+    notes = []
+    missed_states = [i for h, i in all_states.items() if h not in state_keys]
+    if missed_states:
+        # BFS depth of each missed state: states deeper than the trace length cannot be reached.
+        depth = _depths(ex)
+        too_deep = sum(1 for i in missed_states if depth[i] > length)
+        notes.append(
+            f"{len(missed_states)} states not reached ({too_deep} lie deeper than the trace length {length}); "
+            f"e.g. {json.dumps(model.view(states[missed_states[0]]), default=str)[:300]}"
+        )
+    if hit_t < len(all_trans):
+        notes.append(f"{len(all_trans) - hit_t} transitions not taken")
+    if extra:
+        notes.append(f"{extra} states reached that the explorer does not know (model/implementation drift?)")
+    summary.missed = "; ".join(notes)
+
+
+def _depths(ex) -> list[int]:
+    depth = [0] * len(ex.state_list)
+    e = ex.edges
+    seen = [False] * len(ex.state_list)
+    seen[0] = True
+    frontier = [0]
+    adj: dict[int, list[int]] = {}
+    for k in range(0, len(e), 3):
+        adj.setdefault(e[k], []).append(e[k + 1])
+    d = 0
+    while frontier:
+        d += 1
+        nxt = []
+        for u in frontier:
+            for v in adj.get(u, ()):
+                if not seen[v]:
+                    seen[v] = True
+                    depth[v] = d
+                    nxt.append(v)
+        frontier = nxt
+    return depth
+
+
+def _write_outputs(directory: Path, s: ReplaySummary, growth: list[tuple[int, int]]) -> None:
+    data = asdict(s)
+    (directory / "summary.json").write_text(json.dumps(data, indent=2, default=str))
+    png = directory / "coverage-growth.png"
+    xs, ys, total = [], [], 0
+    for idx, c in growth:
+        total += c
+        xs.append(idx + 1)
+        ys.append(total)
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        fig, ax = plt.subplots(figsize=(7, 4))
+        ax.step(xs or [0], ys or [0], where="post")
+        if s.graph_states:
+            ax.axhline(s.graph_states, linestyle="--", color="grey", label=f"reachable states ({s.graph_states:,})")
+            ax.legend(loc="lower right")
+        ax.set_xscale("log")
+        ax.set_xlabel("traces replayed")
+        ax.set_ylabel("distinct model states covered")
+        ax.set_title(f"{s.params['model']}: coverage growth")
+        fig.tight_layout()
+        fig.savefig(png, dpi=110)
+        plt.close(fig)
+    except Exception as e:  # the report stays useful without the picture
+        png = None
+        print(f"warning: no coverage plot ({e})", file=sys.stderr)
+    lines = [
+        f"# conq replay: {s.params['model']}",
+        "",
+        f"`{_replay_command(ReplayParams(**{k: v for k, v in s.params.items()}))}` on `{s.master}` ({s.partitions} partitions)",
+        "",
+        "| traces | steps | diverged | seconds | states covered | transitions covered |",
+        "|---|---|---|---|---|---|",
+        f"| {s.traces:,} | {s.steps:,} | {s.diverged:,} | {s.seconds} | {s.states_covered:,}"
+        + (f" of {s.graph_states:,} ({100 * s.state_fraction:.1f}%)" if s.graph_states else "")
+        + f" | {s.transitions_covered:,}"
+        + (f" of {s.graph_transitions:,} ({100 * s.transition_fraction:.1f}%)" if s.graph_transitions else "")
+        + " |",
+        "",
+    ]
+    if s.missed:
+        lines += [f"Not covered: {s.missed}", ""]
+    if png is not None:
+        lines += ["![coverage growth](coverage-growth.png)", ""]
+    lines += [f"Actions covered: {', '.join(s.actions_covered)}", "", f"Properties witnessed: {', '.join(s.properties_witnessed) or 'none'}", ""]
+    lines += [f"Requirements witnessed: {', '.join(s.requirements_witnessed) or 'none'}", ""]
+    if s.violations:
+        lines += ["## Violations", ""]
+        for v in s.violations:
+            lines += [f"### trace {v['index']} (seed {v['seed']})", "", f"{v['divergence']}", ""]
+            if v.get("minimised"):
+                lines += ["minimised actions:", "", "```json", v["minimised"], "```", ""]
+            lines += ["replay alone:", "", "```sh", v["replay"], "```", ""]
+    (directory / "report.md").write_text("\n".join(lines))
