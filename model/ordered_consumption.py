@@ -1,0 +1,894 @@
+"""Ordered consumption: the RocketMQ thin client's message flows (seed 001).
+
+Four client roles of seed 001, each a configuration of this one model:
+
+* **producer** (seed 001 "Producer", steps 1-7): one message is sent; the
+  route is known or fetched (the fetch may fail); a queue is picked from the
+  candidates, its accepted message type checked, the request sent, and a
+  failure retried on the next candidate until the attempts run out.
+* **push-standard** (seed 001 "Push consumer" / "普通消费模式"): one process
+  queue per message queue, a receive loop bounded by the cache thresholds, a
+  dispatcher that takes cached messages and hands them to concurrent
+  consumption; success -> ack, failure -> change invisible duration.
+* **push-fifo** (seed 001 "顺序消费模式", steps 1-9): the same receive loop; the
+  dispatcher locks the process queue, takes the earliest message, consumes it
+  until it succeeds or reaches the maximum, acks or dead-letters it (each
+  retried until OK), unlocks and signals itself.
+* **simple** (seed 001 "Simple consumer"): receive / ack / change invisible
+  duration are single requests, never retried inside the client.
+
+The roles are independent: a state is tagged with its role (``state[0]``) and
+the default configuration ("reference") explores the *disjoint union* of the
+four role models (one initial state set per role), so its state count is the
+sum of theirs, not a product.  Every property names the roles it speaks about
+and is only listed when one of them is enabled (a FIFO witness cannot be
+reached by a producer-only run).
+
+The server is modelled only as far as the client's guarantees need it:
+visibility (READY / INVISIBLE), the delivery attempt count, ack and
+dead-letter results that may fail, server-side dead-lettering after the
+maximum delivery attempts (standard and simple), and the per-queue order in
+which it hands out messages.  Modelled assumption: a message's invisible time
+does not expire while the client still holds it (the seed's flows never race
+the invisible timer); it expires only after the client let go of it (a
+change of invisible duration, or a settle that was given up).
+
+Where today's upstream (apache/rocketmq-clients, Java; REFERENCE.md §2)
+differs from the seed, the difference is a switch of :class:`OCConfig`:
+``txn_retries`` (transactional sends retried since 2024),
+``settle_retry`` and ``erase_after_settle`` (standard mode retries ack /
+change-invisible every second and keeps the message cached until the call
+completed), ``client_lock`` / ``server_gate`` (today's FIFO has no dispatcher
+lock and relies on the server withholding the next message of a group until
+the previous one is settled), ``dlq_when_exceeds`` (the seed's literal
+"consumption count *exceeds* the maximum").  A few more switches are
+deliberate faults (mutants) that show the properties can fail.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .kernel import Model, always, always_step, leads_to, sometimes
+
+# -- roles (state[0]) ----------------------------------------------------------
+PRODUCER, STANDARD, FIFO, SIMPLE = 0, 1, 2, 3
+ROLE_NAMES = ("producer", "push-standard", "push-fifo", "simple")
+
+# -- producer -------------------------------------------------------------------
+# state: (PRODUCER, phase, mtype, mask, group, sent, queue, backoff, elapsed, result)
+P_ROUTE, P_PICK, P_SEND, P_WAIT, P_DONE = 0, 1, 2, 3, 4
+P_PHASES = ("fetch-route", "pick-queue", "send", "throttled-wait", "done")
+NORMAL, FIFO_MSG, TXN = 0, 1, 2
+MTYPES = ("normal", "fifo", "transactional")
+R_NONE, R_OK, R_FAILED = 0, 1, 2
+RESULTS = (None, "sent", "failed")
+
+# -- server side of a message ------------------------------------------------------
+S_READY, S_INVIS, S_ACKED, S_DLQ_SRV, S_DLQ_CLI = 0, 1, 2, 3, 4
+SRV_NAMES = ("ready", "invisible", "acked", "dlq-by-server", "dlq-by-client")
+SETTLED = (S_ACKED, S_DLQ_SRV, S_DLQ_CLI)
+
+# -- push consumer: message record (srv, delivered, cli, in_cache, consumed) -----
+C_NONE, C_CACHED, C_CONSUMING, C_ACKING, C_CIDING, C_DLQING = 0, 1, 2, 3, 4, 5
+CLI_NAMES = ("-", "cached", "consuming", "acking", "changing-invisible", "dead-lettering")
+IN_CONSUMPTION = (C_CONSUMING, C_ACKING, C_CIDING, C_DLQING)
+# process queue record (waiting, notified, locked, worker)
+W_IDLE, W_TAKE, W_BUSY, W_UNLOCK = 0, 1, 2, 3
+WORKER_NAMES = ("idle", "take", "busy", "unlock")
+
+# -- simple consumer: message record (srv, delivered, held); call (op, m, requests)
+OP_NONE, OP_RECEIVE, OP_ACK, OP_CID = 0, 1, 2, 3
+OP_NAMES = (None, "receive", "ack", "change-invisible")
+
+
+@dataclass(frozen=True)
+class OCConfig:
+    # which role models are explored (disjoint union of their state spaces)
+    producer: bool = True
+    push_standard: bool = True
+    push_fifo: bool = True
+    simple: bool = True
+    # -- shared bounds
+    queues: int = 2  # message queues of the topic (= process queues of a push consumer)
+    # -- producer (REFERENCE §2: maxAttempts default 3)
+    max_send_attempts: int = 3
+    backoffs: tuple = (1, 2)  # back-offs (ticks) a throttling server may ask for
+    txn_retries: bool = False  # upstream since 2024: a transactional send retries like the rest
+    # faults (mutants), never upstream behaviour:
+    ignore_backoff: bool = False  # a throttled send retried at once
+    fifo_rotates: bool = False  # a FIFO message rotated to the next queue like a normal one
+    skip_type_check: bool = False  # the message type is not checked before sending
+    # -- push / simple consumer
+    msg_queue: tuple = (0, 0, 1)  # queue of each message, in send order (offset order per queue)
+    msg_size: tuple = (1, 2, 1)  # body size of each message (for the byte threshold)
+    cache_messages: int = 4  # maxCacheMessageCount, split over the process queues
+    cache_bytes: int = 4  # maxCacheMessageSizeInBytes, split over the process queues
+    server_batch: int = 2  # the most messages one receive returns
+    max_attempts: int = 2  # max delivery attempts (server DLQ) / max consumptions (FIFO, client DLQ)
+    erase_after_settle: bool = False  # upstream: a message leaves the cache only once settled
+    settle_retry: bool = False  # upstream: standard ack / change-invisible retried until OK
+    client_lock: bool = True  # seed: FIFO dispatcher locks the process queue
+    server_gate: bool = False  # upstream: server withholds a FIFO queue's next message until settled
+    dlq_when_exceeds: bool = False  # seed, read literally: DLQ once the count *exceeds* the maximum
+    # faults (mutants):
+    ignore_bytes: bool = False  # the receive loop checks only the message-count threshold
+    unlock_signals: bool = True  # False: unlocking does not signal the dispatcher
+    standard_client_dlq: bool = False  # standard mode dead-letters on the client
+    simple_retry: bool = False  # the simple consumer retries a failed request internally
+
+    def roles(self) -> tuple[int, ...]:
+        flags = (self.producer, self.push_standard, self.push_fifo, self.simple)
+        return tuple(r for r, on in enumerate(flags) if on)
+
+
+def _only(**kw: Any) -> OCConfig:
+    roles = {"producer": False, "push_standard": False, "push_fifo": False, "simple": False}
+    roles.update({k: v for k, v in kw.items() if k in roles})
+    rest = {k: v for k, v in kw.items() if k not in roles}
+    return OCConfig(**roles, **rest)
+
+
+_CONFIGS: dict[str, tuple[OCConfig, str]] = {
+    "reference": (OCConfig(), "all four roles as the seed describes them (disjoint union; the reference)"),
+    "producer": (_only(producer=True), "producer only, seed rules"),
+    "push-standard": (_only(push_standard=True), "push consumer, standard mode, seed rules"),
+    "push-fifo": (_only(push_fifo=True), "push consumer, FIFO mode with the seed's dispatcher lock"),
+    "simple": (_only(simple=True), "simple consumer, seed rules"),
+    "producer-upstream": (
+        _only(producer=True, txn_retries=True),
+        "upstream since 2024: transactional sends retried (violates txn-single-attempt)",
+    ),
+    "push-standard-upstream": (
+        _only(push_standard=True, erase_after_settle=True, settle_retry=True),
+        "upstream standard mode: settle retried until OK, erased from the cache only once settled",
+    ),
+    "push-fifo-upstream": (
+        _only(push_fifo=True, client_lock=False, server_gate=True),
+        "upstream FIFO: no dispatcher lock, the server withholds the next message until settled",
+    ),
+    "push-fifo-dlq-exceeds": (
+        _only(push_fifo=True, dlq_when_exceeds=True),
+        "seed read literally: DLQ only once the count exceeds the maximum (one consumption too many)",
+    ),
+    "mutant-producer-ignore-backoff": (
+        _only(producer=True, ignore_backoff=True),
+        "fault: throttled sends retried at once",
+    ),
+    "mutant-producer-fifo-rotates": (
+        _only(producer=True, fifo_rotates=True),
+        "fault: FIFO messages rotated off their group's queue",
+    ),
+    "mutant-producer-skip-type-check": (
+        _only(producer=True, skip_type_check=True),
+        "fault: message type not checked before sending",
+    ),
+    "mutant-push-ignore-bytes": (
+        _only(push_standard=True, ignore_bytes=True),
+        "fault: the receive loop ignores the byte threshold",
+    ),
+    "mutant-fifo-no-lock": (
+        _only(push_fifo=True, client_lock=False),
+        "fault: FIFO without the seed's lock and without the upstream server gate",
+    ),
+    "mutant-fifo-unlock-no-signal": (
+        _only(push_fifo=True, unlock_signals=False),
+        "fault: unlocking does not signal the dispatcher (a lost wake-up)",
+    ),
+    "mutant-standard-client-dlq": (
+        _only(push_standard=True, standard_client_dlq=True),
+        "fault: standard mode dead-letters on the client",
+    ),
+    "mutant-simple-retry": (
+        _only(simple=True, simple_retry=True),
+        "fault: the simple consumer retries a failed request internally",
+    ),
+}
+
+
+def _set(t: tuple, i: int, v: Any) -> tuple:
+    return t[:i] + (v,) + t[i + 1 :]
+
+
+class OrderedConsumptionModel(Model):
+    name = "ordered-consumption"
+    Config = OCConfig
+
+    @classmethod
+    def configs(cls) -> dict[str, OCConfig]:
+        return {k: v[0] for k, v in _CONFIGS.items()}
+
+    @classmethod
+    def describe_configs(cls) -> dict[str, str]:
+        return {k: v[1] for k, v in _CONFIGS.items()}
+
+    def __init__(self, config: OCConfig | None = None):
+        super().__init__(config)
+        c = self.config
+        n = len(c.msg_queue)
+        if len(c.msg_size) != n or any(not 0 <= q < c.queues for q in c.msg_queue):
+            from .kernel import ModelError
+
+            raise ModelError(f"{self.name}: msg_queue/msg_size must have one entry per message, queues in 0..{c.queues - 1}")
+        self.n_msgs = n
+        # messages of each queue in offset (send) order
+        self.by_queue = tuple(tuple(m for m in range(n) if c.msg_queue[m] == q) for q in range(c.queues))
+        # earlier messages of the same queue, for each message
+        self.earlier = tuple(tuple(x for x in self.by_queue[c.msg_queue[m]] if x < m) for m in range(n))
+        # per-queue thresholds as upstream computes them: max(1, total / queues)
+        self.thr_count = max(1, c.cache_messages // c.queues)
+        self.thr_bytes = max(1, c.cache_bytes // c.queues)
+        self.roles = c.roles()
+
+    # ------------------------------------------------------------------ states
+    def init_states(self):
+        c = self.config
+        out = []
+        if PRODUCER in self.roles:
+            # Every message type, every pattern of queues accepting it, route cached
+            # or not; a FIFO message on each possible group queue.  The rotation
+            # starts at candidate 0: upstream starts at a random index, which the
+            # enumeration of acceptance masks makes symmetric.
+            for mtype in (NORMAL, FIFO_MSG, TXN):
+                for mask in range(1 << c.queues):
+                    for group in range(c.queues) if mtype == FIFO_MSG else (0,):
+                        for cached in (False, True):
+                            phase = P_PICK if cached else P_ROUTE
+                            out.append((PRODUCER, phase, mtype, mask, group, 0, -1, 0, 0, R_NONE))
+        empty_msgs = tuple((S_READY, 0, C_NONE, 0, 0) for _ in range(self.n_msgs))
+        empty_pqs = tuple((0, 0, 0, W_IDLE) for _ in range(c.queues))
+        if STANDARD in self.roles:
+            out.append((STANDARD, empty_msgs, empty_pqs))
+        if FIFO in self.roles:
+            out.append((FIFO, empty_msgs, empty_pqs))
+        if SIMPLE in self.roles:
+            out.append((SIMPLE, tuple((S_READY, 0, 0) for _ in range(self.n_msgs)), 0, OP_NONE, -1, 0))
+        return out
+
+    def actions(self, s):
+        role = s[0]
+        if role == PRODUCER:
+            return self._p_actions(s)
+        if role == SIMPLE:
+            return self._s_actions(s)
+        return self._c_actions(s)
+
+    def step(self, s, a):
+        role = s[0]
+        if role == PRODUCER:
+            return self._p_step(s, a)
+        if role == SIMPLE:
+            return self._s_step(s, a)
+        return self._c_step(s, a)
+
+    # ================================================================ producer
+    # Seed 001 "Producer" steps 1-7; upstream ProducerImpl.send0 / SendReceiptImpl
+    # (REFERENCE §2): attempt k uses candidates[(k-1) mod n]; a FIFO message uses
+    # its group's queue on every attempt.
+    def _p_queue(self, s) -> int:
+        _, _, mtype, _, group, sent, *_ = s
+        if mtype == FIFO_MSG and not self.config.fifo_rotates:
+            return group
+        base = group if mtype == FIFO_MSG else 0
+        return (base + sent) % self.config.queues
+
+    def _p_actions(self, s):
+        phase = s[1]
+        if phase == P_ROUTE:
+            return [("fetch_route",)]
+        if phase == P_PICK:
+            return [("pick",)]
+        if phase == P_SEND:
+            return [("send", s[6])]
+        if phase == P_WAIT:
+            acts = []
+            if s[8] < s[7]:
+                acts.append(("tick",))
+            if s[8] >= s[7] or self.config.ignore_backoff:
+                acts.append(("retry",))
+            return acts
+        return []
+
+    def _p_step(self, s, a):
+        c = self.config
+        _, phase, mtype, mask, group, sent, queue, backoff, elapsed, result = s
+        name = a[0]
+        if name == "fetch_route" and phase == P_ROUTE:
+            # seed step 3: a failed route fetch fails the send
+            return [
+                ("ok", _set(s, 1, P_PICK)),
+                ("failed", (PRODUCER, P_DONE, mtype, mask, group, sent, queue, backoff, elapsed, R_FAILED)),
+            ]
+        if name == "pick" and phase == P_PICK:
+            q = self._p_queue(s)
+            # seed step 5: the queue must accept the message type, else fail at once
+            if not (mask >> q) & 1 and not c.skip_type_check:
+                return [("type-mismatch", (PRODUCER, P_DONE, mtype, mask, group, sent, q, backoff, elapsed, R_FAILED))]
+            return [(q, (PRODUCER, P_SEND, mtype, mask, group, sent, q, backoff, elapsed, result))]
+        if name == "send" and phase == P_SEND and a[1] == queue:
+            sent1 = sent + 1
+            # seed: a transactional message has exactly one chance; upstream since
+            # 2024 retries it like the others (txn_retries)
+            exhausted = sent1 >= c.max_send_attempts or (mtype == TXN and not c.txn_retries)
+            done_failed = (PRODUCER, P_DONE, mtype, mask, group, sent1, queue, 0, 0, R_FAILED)
+            outs = [("ok", (PRODUCER, P_DONE, mtype, mask, group, sent1, queue, 0, 0, R_OK))]
+            # seed step 7: other failures rotate to the next candidate at once
+            outs.append(("error", done_failed if exhausted else (PRODUCER, P_PICK, mtype, mask, group, sent1, queue, 0, 0, R_NONE)))
+            # throttled: retry after the back-off the server decides
+            for b in c.backoffs:
+                outs.append(
+                    (("throttled", b), done_failed if exhausted else (PRODUCER, P_WAIT, mtype, mask, group, sent1, queue, b, 0, R_NONE))
+                )
+            return outs
+        if name == "tick" and phase == P_WAIT and elapsed < backoff:
+            return [(elapsed + 1, _set(s, 8, elapsed + 1))]
+        if name == "retry" and phase == P_WAIT and (elapsed >= backoff or c.ignore_backoff):
+            return [("retry", _set(s, 1, P_PICK))]
+        return []
+
+    # ======================================================= push consumer
+    def _cache_of(self, msgs, p) -> tuple[int, int]:
+        cnt = byts = 0
+        size = self.config.msg_size
+        for m in self.by_queue[p]:
+            if msgs[m][3]:
+                cnt += 1
+                byts += size[m]
+        return cnt, byts
+
+    def _full(self, msgs, p) -> bool:
+        cnt, byts = self._cache_of(msgs, p)
+        return cnt >= self.thr_count or (byts >= self.thr_bytes and not self.config.ignore_bytes)
+
+    def _c_actions(self, s):
+        _, msgs, pqs = s
+        acts = []
+        for p in range(self.config.queues):
+            acts.append(("receive", p))  # the receive loop never stops
+        for p, (_, notified, _, worker) in enumerate(pqs):
+            if notified:
+                acts.append(("dispatch", p))
+            if worker == W_TAKE:
+                acts.append(("take", p))
+            elif worker == W_UNLOCK:
+                acts.append(("unlock", p))
+        for m, (srv, _, cli, _, _) in enumerate(msgs):
+            if cli == C_CONSUMING:
+                acts.append(("consume", m))
+            elif cli == C_ACKING:
+                acts.append(("ack", m))
+            elif cli == C_CIDING:
+                acts.append(("change_invisible", m))
+            elif cli == C_DLQING:
+                acts.append(("forward_to_dlq", m))
+            elif cli == C_NONE and srv == S_INVIS:
+                acts.append(("expire", m))
+        return acts
+
+    def _released(self, role, msgs, pqs, m):
+        """After m is settled in FIFO mode: schedule unlock (seed step 9), or,
+        without the lock, signal the dispatcher for the next message."""
+        p = self.config.msg_queue[m]
+        pq = pqs[p]
+        if role == FIFO:
+            if self.config.client_lock:
+                return _set(pqs, p, (pq[0], pq[1], pq[2], W_UNLOCK))
+            return _set(pqs, p, (pq[0], 1, pq[2], pq[3]))
+        return pqs
+
+    def _c_step(self, s, a):
+        c = self.config
+        role, msgs, pqs = s
+        name = a[0]
+        if name == "receive":
+            p = a[1]
+            waiting, notified, locked, worker = pqs[p]
+            # seed "消息的接收与缓存" step 3: below the thresholds receive again,
+            # otherwise wait and check again (the waiting flag records that)
+            if self._full(msgs, p):
+                return [("full", (role, msgs, _set(pqs, p, (1, notified, locked, worker))))]
+            cnt, _ = self._cache_of(msgs, p)
+            batch = min(max(self.thr_count - cnt, 1), c.server_batch)
+            queue_msgs = self.by_queue[p]
+            if role == FIFO and c.server_gate:
+                # upstream: the next message of a FIFO queue is handed out only once
+                # the previous one is settled (one at a time, in order)
+                if any(msgs[m][0] == S_INVIS for m in queue_msgs):
+                    queue_msgs = ()
+                batch = 1
+            ready = [m for m in queue_msgs if msgs[m][0] == S_READY][:batch]
+            if not ready:
+                return [((), (role, msgs, _set(pqs, p, (0, notified, locked, worker))))]
+            # the server returns up to `batch` messages, in queue order: any non-empty prefix
+            outs = []
+            pq = (0, 1, locked, worker)  # received messages notify the dispatcher
+            new = list(msgs)
+            got = []
+            for m in ready:
+                srv, d, cli, inc, cons = new[m]
+                new[m] = (S_INVIS, d + 1, C_CACHED, 1, 0)
+                got.append((m, d + 1))
+                outs.append((tuple(got), (role, tuple(new), _set(pqs, p, pq))))
+            return outs
+        if name == "dispatch":
+            p = a[1]
+            waiting, notified, locked, worker = pqs[p]
+            if not notified:
+                return []
+            if role == FIFO and c.client_lock:
+                # seed FIFO step 2: lock the process queue; failing that, stop
+                if locked:
+                    return [("lock-busy", (role, msgs, _set(pqs, p, (waiting, 0, locked, worker))))]
+                return [("locked", (role, msgs, _set(pqs, p, (waiting, 0, 1, W_TAKE))))]
+            # standard step 2 (and FIFO without the lock): take a cached message,
+            # repeat until the cache has none
+            for m in self.by_queue[p]:
+                if msgs[m][2] == C_CACHED:
+                    return [(m, (role, _set(msgs, m, _set(msgs[m], 2, C_CONSUMING)), pqs))]
+            return [("empty", (role, msgs, _set(pqs, p, (waiting, 0, locked, worker))))]
+        if name == "take":
+            p = a[1]
+            waiting, notified, locked, worker = pqs[p]
+            if worker != W_TAKE:
+                return []
+            # seed FIFO steps 2-3: the earliest cached message, or unlock and stop
+            for m in self.by_queue[p]:
+                if msgs[m][2] == C_CACHED:
+                    return [(m, (role, _set(msgs, m, _set(msgs[m], 2, C_CONSUMING)), _set(pqs, p, (waiting, notified, locked, W_BUSY))))]
+            return [("empty", (role, msgs, _set(pqs, p, (waiting, notified, 0, W_IDLE))))]
+        if name == "unlock":
+            p = a[1]
+            waiting, notified, locked, worker = pqs[p]
+            if worker != W_UNLOCK:
+                return []
+            # seed FIFO step 9: unlock and signal the dispatcher
+            return [("unlocked", (role, msgs, _set(pqs, p, (waiting, 1 if c.unlock_signals else notified, 0, W_IDLE))))]
+        m = a[1]
+        srv, d, cli, inc, cons = msgs[m]
+        if name == "consume" and cli == C_CONSUMING:
+            cons1 = cons + 1
+            # the delivery attempt the listener sees: the server's count plus one
+            # per local retry (REFERENCE §2, FIFO mode)
+            attempt = d - 1 + cons1
+            erase = 0 if (role == STANDARD and not c.erase_after_settle) else inc  # seed standard step 3
+            ok = (role, _set(msgs, m, (srv, d, C_ACKING, erase, cons1)), pqs)
+            if role == STANDARD:
+                if c.standard_client_dlq and attempt >= c.max_attempts:
+                    fail_cli = C_DLQING
+                else:
+                    fail_cli = C_CIDING  # seed standard step 4: change invisible duration
+            else:
+                # seed FIFO step 7: beyond the maximum -> DLQ, else consume again
+                over = attempt > c.max_attempts if c.dlq_when_exceeds else attempt >= c.max_attempts
+                fail_cli = C_DLQING if over else C_CONSUMING
+            fail = (role, _set(msgs, m, (srv, d, fail_cli, erase, cons1)), pqs)
+            return [(("ok", attempt), ok), (("fail", attempt), fail)]
+        if name == "ack" and cli == C_ACKING:
+            ok_msgs = _set(msgs, m, (S_ACKED, d, C_NONE, 0, cons))
+            outs = [("ok", (role, ok_msgs, self._released(role, msgs, pqs, m)))]
+            if role == FIFO or c.settle_retry:
+                outs.append(("error", s))  # retried until it succeeds (seed FIFO step 6)
+            else:
+                # seed standard: one ack; if it fails the message stays invisible and
+                # the server redelivers it when the invisible time is over
+                outs.append(("error", (role, _set(msgs, m, (srv, d, C_NONE, 0, cons)), pqs)))
+            return outs
+        if name == "change_invisible" and cli == C_CIDING:
+            gone = (role, _set(msgs, m, (srv, d, C_NONE, 0, cons)), pqs)
+            return [("ok", gone), ("error", s if c.settle_retry else gone)]
+        if name == "forward_to_dlq" and cli == C_DLQING:
+            ok_msgs = _set(msgs, m, (S_DLQ_CLI, d, C_NONE, 0, cons))
+            # seed FIFO step 8: retried until it succeeds
+            return [("ok", (role, ok_msgs, self._released(role, msgs, pqs, m))), ("error", s)]
+        if name == "expire" and cli == C_NONE and srv == S_INVIS:
+            # the invisible time is over: redeliver, or dead-letter on the server
+            # once the delivery attempts are used up (standard mode, REFERENCE §2)
+            if d >= c.max_attempts:
+                return [("dead-lettered", (role, _set(msgs, m, (S_DLQ_SRV, d, C_NONE, 0, cons)), pqs))]
+            return [("visible", (role, _set(msgs, m, (S_READY, d, C_NONE, 0, 0)), pqs))]
+        return []
+
+    # ===================================================== simple consumer
+    # Seed 001 "Simple consumer": every call is one remote call, no internal retry.
+    # state: (SIMPLE, msgs (srv, delivered, held), rr, op, m, requests)
+    def _s_actions(self, s):
+        _, msgs, rr, op, cm, reqs = s
+        acts = []
+        if op == OP_NONE:
+            acts.append(("call_receive",))
+            for m, (srv, d, held) in enumerate(msgs):
+                if held:
+                    acts += [("call_ack", m), ("call_change_invisible", m), ("abandon", m)]
+        else:
+            acts.append(("rpc",))
+        for m, (srv, d, held) in enumerate(msgs):
+            if srv == S_INVIS and not held:
+                acts.append(("expire", m))
+        return acts
+
+    def _s_step(self, s, a):
+        c = self.config
+        _, msgs, rr, op, cm, reqs = s
+        name = a[0]
+        if op == OP_NONE:
+            if name == "call_receive":
+                return [("called", (SIMPLE, msgs, rr, OP_RECEIVE, -1, 0))]
+            if name in ("call_ack", "call_change_invisible", "abandon"):
+                m = a[1]
+                if not msgs[m][2]:
+                    return []
+                if name == "abandon":
+                    # the user gives up on the message: it reappears when its invisible time is over
+                    return [("abandoned", (SIMPLE, _set(msgs, m, _set(msgs[m], 2, 0)), rr, op, cm, reqs))]
+                return [("called", (SIMPLE, msgs, rr, OP_ACK if name == "call_ack" else OP_CID, m, 0))]
+        if name == "rpc" and op != OP_NONE:
+            reqs1 = min(reqs + 1, 2)
+            if op == OP_RECEIVE:
+                # upstream: one queue per receive, round-robin
+                got = ()
+                new = msgs
+                for m in self.by_queue[rr]:
+                    srv, d, held = msgs[m]
+                    if srv == S_READY:
+                        new = _set(msgs, m, (S_INVIS, d + 1, 1))
+                        got = (m, d + 1)
+                        break
+                ok = (SIMPLE, new, (rr + 1) % c.queues, OP_NONE, -1, 0)
+            elif op == OP_ACK:
+                srv, d, held = msgs[cm]
+                ok = (SIMPLE, _set(msgs, cm, (S_ACKED, d, 0)), rr, OP_NONE, -1, 0)
+                got = "acked"
+            else:
+                srv, d, held = msgs[cm]
+                ok = (SIMPLE, _set(msgs, cm, (srv, d, 0)), rr, OP_NONE, -1, 0)
+                got = "changed"
+            # an error is returned to the user as is (the mutant retries instead)
+            err = (SIMPLE, msgs, rr, op, cm, reqs1) if c.simple_retry else (SIMPLE, msgs, rr, OP_NONE, -1, 0)
+            return [(("ok", got), ok), ("error", err)]
+        if name == "expire":
+            m = a[1]
+            srv, d, held = msgs[m]
+            if srv != S_INVIS or held:
+                return []
+            if d >= c.max_attempts:
+                return [("dead-lettered", (SIMPLE, _set(msgs, m, (S_DLQ_SRV, d, 0)), rr, op, cm, reqs))]
+            return [("visible", (SIMPLE, _set(msgs, m, (S_READY, d, 0)), rr, op, cm, reqs))]
+        return []
+
+    # ================================================================ fairness
+    def fair(self, action, observation):
+        """Weak fairness per class: every client step, every successful server
+        answer and the server's invisible-time expiry is eventually taken while
+        it stays enabled; a failing server answer is never forced, and the
+        simple consumer's user calls are the user's choice (never forced)."""
+        name = action[0]
+        if name in ("ack", "change_invisible", "forward_to_dlq") and observation != "ok":
+            return None
+        if name == "rpc" and observation == "error":
+            return None
+        if name.startswith("call_") or name == "abandon":
+            return None
+        return action
+
+    # ============================================================== properties
+    def properties(self):
+        c = self.config
+        roles = set(self.roles)
+        n = c.queues
+        thr_c, thr_b = self.thr_count, self.thr_bytes
+        maxa = c.max_attempts
+        props: list[tuple[tuple[int, ...], Any]] = []
+
+        def add(for_roles, prop):
+            props.append((for_roles, prop))
+
+        # ------------------------------------------------------------ producer
+        P = (PRODUCER,)
+        add(P, always(
+            "send-attempts-within-max",
+            "a send makes at most max_send_attempts requests",
+            lambda s: s[0] != PRODUCER or s[5] <= c.max_send_attempts,
+            witness=lambda s: s[0] == PRODUCER and s[5] == c.max_send_attempts,
+        ))
+        add(P, always(
+            "txn-single-attempt",
+            "a transactional message gets exactly one send request, never retried (seed rule)",
+            lambda s: s[0] != PRODUCER or s[2] != TXN or s[5] <= 1,
+            witness=lambda s: s[0] == PRODUCER and s[2] == TXN and s[9] == R_FAILED and s[5] == 1,
+        ))
+        add(P, always_step(
+            "throttle-backoff-respected",
+            "a send after a throttled attempt is made no sooner than the back-off the server asked for",
+            lambda s, a, o, t: s[0] != PRODUCER or a[0] != "send" or s[8] >= s[7],
+            witness=lambda s, a, o, t: s[0] == PRODUCER and a[0] == "send" and s[7] > 0,
+        ))
+        add(P, always_step(
+            "type-mismatch-never-sends",
+            "no request goes to a queue that does not accept the message type; a mismatch fails the send at once",
+            lambda s, a, o, t: s[0] != PRODUCER
+            or (a[0] != "send" or (s[3] >> a[1]) & 1)
+            and (o != "type-mismatch" or (t[9] == R_FAILED and t[5] == s[5])),
+            witness=lambda s, a, o, t: s[0] == PRODUCER and o == "type-mismatch" and s[5] > 0,
+        ))
+        add(P, always_step(
+            "fifo-stays-on-group-queue",
+            "every attempt to send a FIFO message goes to its message group's queue",
+            lambda s, a, o, t: s[0] != PRODUCER or a[0] != "send" or s[2] != FIFO_MSG or a[1] == s[4],
+            witness=lambda s, a, o, t: s[0] == PRODUCER and a[0] == "send" and s[2] == FIFO_MSG and s[5] > 0,
+        ))
+        add(P, always_step(
+            "send-rotates-candidates",
+            "attempt k of a non-FIFO message goes to candidate (k-1) mod n",
+            lambda s, a, o, t: s[0] != PRODUCER or a[0] != "send" or s[2] == FIFO_MSG or a[1] == s[5] % n,
+            witness=lambda s, a, o, t: s[0] == PRODUCER and a[0] == "send" and s[2] != FIFO_MSG and s[5] > 0,
+        ))
+        add(P, always_step(
+            "plain-error-retries-at-once",
+            "a failure other than throttling is retried at once (no waiting)",
+            lambda s, a, o, t: s[0] != PRODUCER or o != "error" or t[1] in (P_PICK, P_DONE),
+            witness=lambda s, a, o, t: s[0] == PRODUCER and o == "error" and t[1] == P_PICK,
+        ))
+        add(P, sometimes(
+            "send-succeeds-after-throttle",
+            "a send succeeds after a throttled attempt and its back-off",
+            lambda s: s[0] == PRODUCER and s[9] == R_OK and s[5] >= 2 and s[2] != TXN,
+        ))
+        add(P, sometimes(
+            "send-fails-without-request",
+            "a send fails before any request (route fetch failed or type mismatch)",
+            lambda s: s[0] == PRODUCER and s[9] == R_FAILED and s[5] == 0,
+        ))
+        add(P, leads_to(
+            "send-completes",
+            "every send completes, with success or failure, within max attempts",
+            lambda s: s[0] == PRODUCER,
+            lambda s: s[0] != PRODUCER or s[9] != R_NONE,
+            fairness="weak fairness of every producer step and of the back-off clock; the server may answer anything",
+        ))
+
+        # ------------------------------------------------------- push consumer
+        PUSH = (STANDARD, FIFO)
+
+        def receive_ok(s, a, o, t):
+            if s[0] not in PUSH or a[0] != "receive" or o == "full":
+                return True
+            cnt, byts = self._cache_of(s[1], a[1])
+            return cnt < thr_c and byts < thr_b
+
+        add(PUSH, always_step(
+            "receive-below-thresholds",
+            "a receive is issued only while the process queue's cache is below both its count and byte thresholds",
+            receive_ok,
+            witness=lambda s, a, o, t: s[0] in PUSH and a[0] == "receive" and o != "full" and self._cache_of(s[1], a[1])[0] > 0,
+        ))
+
+        def first_start(s, t):
+            """The message whose consumption starts on this step (cached -> consuming), or None."""
+            for m in range(self.n_msgs):
+                if s[1][m][2] == C_CACHED and t[1][m][2] == C_CONSUMING:
+                    return m
+            return None
+
+        def fifo_order(s, a, o, t):
+            if s[0] != FIFO or a[0] not in ("take", "dispatch"):
+                return True
+            m = first_start(s, t)
+            return m is None or all(s[1][e][0] in SETTLED for e in self.earlier[m])
+
+        add((FIFO,), always_step(
+            "fifo-order",
+            "for A then B sent to one queue, B's consumption starts only after A was consumed and the server accepted its ack or DLQ",
+            fifo_order,
+            witness=lambda s, a, o, t: s[0] == FIFO and a[0] in ("take", "dispatch")
+            and (lambda m: m is not None and bool(self.earlier[m]))(first_start(s, t)),
+        ))
+
+        def one_in_consumption(s):
+            if s[0] != FIFO:
+                return True
+            msgs = s[1]
+            return all(sum(msgs[m][2] in IN_CONSUMPTION for m in qm) <= 1 for qm in self.by_queue)
+
+        add((FIFO,), always(
+            "fifo-one-in-consumption",
+            "at most one message of a FIFO process queue is in consumption (consuming or being acked / dead-lettered)",
+            one_in_consumption,
+            witness=lambda s: s[0] == FIFO and any(
+                any(s[1][m][2] in IN_CONSUMPTION for m in qm) and any(s[1][m][0] in (S_READY, S_INVIS) and s[1][m][2] in (C_NONE, C_CACHED) for m in qm)
+                for qm in self.by_queue
+            ),
+        ))
+        add((FIFO,), always(
+            "consumed-at-most-max",
+            "a FIFO message is consumed at most max_attempts times (delivery attempt never beyond the maximum)",
+            lambda s: s[0] != FIFO or all(d - 1 + k <= maxa for _, d, _, _, k in s[1] if k),
+            witness=lambda s: s[0] == FIFO and any(k and d - 1 + k == maxa for _, d, _, _, k in s[1]),
+        ))
+        add((FIFO,), always_step(
+            "dlq-only-after-max",
+            "the client dead-letters a message only after it was consumed the maximum number of times",
+            lambda s, a, o, t: s[0] != FIFO or a[0] != "forward_to_dlq" or o != "ok"
+            or s[1][a[1]][1] - 1 + s[1][a[1]][4] >= maxa,
+            witness=lambda s, a, o, t: s[0] == FIFO and a[0] == "forward_to_dlq" and o == "ok",
+        ))
+
+        def settled_final(s, a, o, t):
+            if s[0] == PRODUCER:
+                return True
+            return all(sm[0] not in SETTLED or tm[0] == sm[0] for sm, tm in zip(s[1], t[1]))
+
+        add((STANDARD, FIFO, SIMPLE), always_step(
+            "settled-once",
+            "a message is acked or dead-lettered at most once and never both: once settled it stays as it is",
+            settled_final,
+            witness=lambda s, a, o, t: s[0] != PRODUCER and any(
+                sm[0] not in SETTLED and tm[0] in SETTLED for sm, tm in zip(s[1], t[1])
+            ),
+        ))
+        add((STANDARD,), always(
+            "standard-no-client-dlq",
+            "standard mode never dead-letters on the client (only the server does, after max delivery attempts)",
+            lambda s: s[0] != STANDARD or all(r[0] != S_DLQ_CLI and r[2] != C_DLQING for r in s[1]),
+            witness=lambda s: s[0] == STANDARD and any(r[0] == S_DLQ_SRV for r in s[1]),
+        ))
+
+        def attempt_plus_one(s, a, o, t):
+            if s[0] not in (STANDARD, SIMPLE) or a[0] not in ("receive", "rpc") or not isinstance(o, tuple):
+                return True
+            got = o if a[0] == "receive" else ((o[1],) if isinstance(o[1], tuple) and o[1] else ())
+            return all(d == s[1][m][1] + 1 == t[1][m][1] for m, d in got)
+
+        add((STANDARD, SIMPLE), always_step(
+            "redelivery-attempt-plus-one",
+            "each delivery of a message carries the delivery attempt one above the previous delivery",
+            attempt_plus_one,
+            witness=lambda s, a, o, t: s[0] in (STANDARD, SIMPLE) and a[0] in ("receive", "rpc")
+            and any(t[1][m][1] == 2 and s[1][m][1] == 1 for m in range(self.n_msgs)),
+        ))
+        add((STANDARD,), sometimes(
+            "standard-concurrent-consumption",
+            "standard mode consumes two messages of one queue at the same time",
+            lambda s: s[0] == STANDARD and any(sum(s[1][m][2] in IN_CONSUMPTION for m in qm) >= 2 for qm in self.by_queue),
+        ))
+        add((STANDARD,), sometimes(
+            "standard-redelivered-then-acked",
+            "a message that failed (changed invisible duration) is redelivered and then acked",
+            lambda s: s[0] == STANDARD and any(r[0] == S_ACKED and r[1] >= 2 for r in s[1]),
+        ))
+        add((FIFO,), sometimes(
+            "fifo-reconsumed-then-acked",
+            "a FIFO message fails, is consumed again locally and then acked",
+            lambda s: s[0] == FIFO and any(r[0] == S_ACKED and r[4] >= 2 for r in s[1]),
+        ))
+        add((FIFO,), sometimes(
+            "fifo-dead-lettered-then-next",
+            "a FIFO message is dead-lettered by the client and the next one of its queue is then acked",
+            lambda s: s[0] == FIFO and any(
+                s[1][m][0] == S_DLQ_CLI and any(s[1][x][0] == S_ACKED for x in self.by_queue[c.msg_queue[m]] if x > m)
+                for m in range(self.n_msgs)
+            ),
+        ))
+        if c.client_lock:
+            add((FIFO,), sometimes(
+                "fifo-lock-contended",
+                "the dispatcher is signalled while the process queue is locked (its lock attempt will fail)",
+                lambda s: s[0] == FIFO and any(pq[1] and pq[2] for pq in s[2]),
+            ))
+        add(PUSH, sometimes(
+            "cache-full-waits",
+            "a receive loop finds its cache full and waits",
+            lambda s: s[0] in PUSH and any(pq[0] for pq in s[2]),
+        ))
+        push_fair = (
+            "weak fairness of every client step (receive loop, dispatcher, consumption, unlock), of every "
+            "successful server answer to ack / change-invisible / DLQ, and of the server's invisible-time "
+            "expiry; a failing answer is never forced (the server eventually answers OK)"
+        )
+        add(PUSH, leads_to(
+            "received-eventually-settled",
+            "once a message is received, every message (each received one in particular) is eventually acked or dead-lettered",
+            lambda s: s[0] in PUSH and any(r[1] >= 1 for r in s[1]),
+            lambda s: s[0] not in PUSH or all(r[0] in SETTLED for r in s[1]),
+            fairness=push_fair,
+        ))
+        add(PUSH, leads_to(
+            "full-cache-resumes",
+            "a receive loop that found its cache full eventually issues a receive again (the cache drains)",
+            lambda s: s[0] in PUSH and any(pq[0] for pq in s[2]),
+            lambda s: s[0] not in PUSH or not any(pq[0] for pq in s[2]),
+            fairness=push_fair,
+        ))
+
+        # ----------------------------------------------------- simple consumer
+        add((SIMPLE,), always_step(
+            "simple-no-internal-retry",
+            "every simple-consumer call makes exactly one request: a failure is returned, never retried inside",
+            lambda s, a, o, t: s[0] != SIMPLE or a[0] != "rpc" or s[5] == 0,
+            witness=lambda s, a, o, t: s[0] == SIMPLE and a[0] == "rpc" and o == "error",
+        ))
+        add((SIMPLE,), sometimes(
+            "simple-dead-lettered-by-server",
+            "a message the user never acked is dead-lettered by the server after the maximum delivery attempts",
+            lambda s: s[0] == SIMPLE and any(r[0] == S_DLQ_SRV for r in s[1]),
+        ))
+        add((SIMPLE,), sometimes(
+            "simple-acked-after-redelivery",
+            "a message is acked after being redelivered",
+            lambda s: s[0] == SIMPLE and any(r[0] == S_ACKED and r[1] >= 2 for r in s[1]),
+        ))
+        add((SIMPLE,), leads_to(
+            "simple-call-returns",
+            "every simple-consumer call returns (a result or an error)",
+            lambda s: s[0] == SIMPLE and s[3] != OP_NONE,
+            lambda s: s[0] != SIMPLE or s[3] == OP_NONE,
+            fairness="weak fairness of the request step; the server may answer with an error",
+        ))
+        return [p for rs, p in props if roles.intersection(rs)]
+
+    # ================================================================== views
+    def view(self, s):
+        role = s[0]
+        if role == PRODUCER:
+            _, phase, mtype, mask, group, sent, queue, backoff, elapsed, result = s
+            v = {
+                "role": "producer",
+                "phase": P_PHASES[phase],
+                "type": MTYPES[mtype],
+                "accepting_queues": [q for q in range(self.config.queues) if (mask >> q) & 1],
+                "requests": sent,
+                "queue": queue,
+                "result": RESULTS[result],
+            }
+            if mtype == FIFO_MSG:
+                v["group_queue"] = group
+            if backoff:
+                v["backoff"] = backoff
+                v["waited"] = elapsed
+            return v
+        if role == SIMPLE:
+            _, msgs, rr, op, cm, reqs = s
+            return {
+                "role": "simple",
+                "messages": [
+                    {"id": m, "server": SRV_NAMES[srv], "attempt": d, "held": bool(h)} for m, (srv, d, h) in enumerate(msgs)
+                ],
+                "next_queue": rr,
+                "call": None if op == OP_NONE else {"op": OP_NAMES[op], "message": cm, "requests": reqs},
+            }
+        _, msgs, pqs = s
+        return {
+            "role": ROLE_NAMES[role],
+            "messages": [
+                {
+                    "id": m,
+                    "queue": self.config.msg_queue[m],
+                    "server": SRV_NAMES[srv],
+                    "attempt": d,
+                    "client": CLI_NAMES[cli],
+                    "cached": bool(inc),
+                    "consumed": k,
+                }
+                for m, (srv, d, cli, inc, k) in enumerate(msgs)
+            ],
+            "process_queues": [
+                {"waiting": bool(w), "notified": bool(nf), "locked": bool(lk), "worker": WORKER_NAMES[wk]}
+                for w, nf, lk, wk in pqs
+            ],
+        }
+
+    def actors(self, action, observation):
+        name = action[0]
+        if name in ("fetch_route", "send"):
+            return ("producer", "server")
+        if name in ("pick", "tick", "retry"):
+            return ("producer", "producer")
+        if name in ("receive", "ack", "change_invisible", "forward_to_dlq", "rpc"):
+            return ("client", "server")
+        if name == "expire":
+            return ("server", "server")
+        if name in ("dispatch", "take", "unlock"):
+            return ("dispatcher", "process-queue")
+        if name == "consume":
+            return ("consumer", "listener")
+        return ("user", "client")
