@@ -512,13 +512,20 @@ class Queue:
     # notification rules
     # ================================================================================================
     def _notify_consumer(self, c: QueueConsumer) -> bool:
-        if self._has_work_for(c) and self.qcm.set_notified(c, True):
-            if self.record_events:
-                with self._log_lock:
-                    self.notifications.append(c.id)
-            c.notify_work()
-            return True
-        return False
+        return self._try_notify(c) is True
+
+    def _try_notify(self, c: QueueConsumer) -> bool | None:
+        """Upstream ``notifyConsumer``.  True: notified; False: it had work but could not be moved to
+        NOTIFIED (it moved concurrently); None: it has no work it may take."""
+        if not self._has_work_for(c):
+            return None
+        if not self.qcm.set_notified(c, True):
+            return False
+        if self.record_events:
+            with self._log_lock:
+                self.notifications.append(c.id)
+        c.notify_work()
+        return True
 
     def _notify_consumers(self, entry: MessageEntry, *, browsers: bool = True) -> None:
         """New (or again available) message: every interested browser, then at most one acquirer."""
@@ -528,22 +535,28 @@ class Queue:
         for c in self.qcm.interested():
             if entry.state is not _AVAILABLE:
                 break
-            if self._notify_consumer(c):
+            if self._try_notify(c) is not False:
+                # notified; or c may take nothing -- no message left, or a higher-priority consumer
+                # that wants work would take it (upstream's "!noHigherPriorityWithCredit" break)
                 break
-            if c.priority != DEFAULT_PRIORITY and self.qcm.desired_at_higher_priority(c.priority):
-                break  # a higher-priority consumer that wants work would take this message
 
+    # Both walks below stop at the first Interested consumer that has no work it may take (``None``
+    # from ``_try_notify``): acquiring consumers all see the same messages, and the walk goes from
+    # high to low priority, so no consumer after it can have work either.  Upstream walks on through
+    # the whole Interested list in that case, which is O(consumers) per call when the queue is empty.
     def _notify_other_consumers(self, excluded: QueueConsumer) -> None:
         for c in self.qcm.interested():
             if self._available <= 0:
                 break
-            if c is not excluded and self._notify_consumer(c):
+            if c is not excluded and self._try_notify(c) is not False:
                 break
 
     def _notify_after_loss_of_interest(self) -> None:
         highest_notified = self.qcm.highest_notified_priority()
         for c in self.qcm.interested():
-            if (highest_notified is not None and c.priority < highest_notified) or self._notify_consumer(c):
+            if highest_notified is not None and c.priority < highest_notified:
+                break
+            if self._try_notify(c) is not False:
                 break
 
     def set_notify_work_desired(self, c: QueueConsumer, desired: bool) -> bool:
