@@ -29,6 +29,15 @@ the rules of REFERENCE.md section 1, as upstream ``AbstractQueue`` (``notifyCons
   wake-ups).  Browsers are not shown released messages again (upstream ``seesRequeues`` is false
   for browsers: "we don't make browsers send the same stuff twice"); a browser that passed a message
   while it was HELD *is* shown it once it becomes available (it never saw it).
+* ``remove_consumer`` releases what the consumer had acquired and, if it was Interested or Notified,
+  notifies as for a loss of interest (upstream only closes it: a NOTIFIED consumer removed before it
+  pulled would strand the message it was notified for).  ``add_consumer`` notifies a consumer that
+  wants work ("Consumer becomes Interested"; upstream does not, which can strand a message that
+  arrived before the only consumer).
+* Walks over Interested stop at the first consumer that has no work it may take: acquiring
+  consumers all see the same messages, so no later (equal or lower priority) consumer can have any.
+  Upstream keeps walking, O(consumers) per call on an empty queue; here every notification rule is
+  O(1) amortised in the number of consumers (O(priority levels) for the priority checks).
 * Credit: ``deliver`` allocates one credit before acquiring and restores it when acquisition fails;
   with credit exhausted the consumer's notify-work-desired turns false (seed: "Credit" is a reason for
   ``setNotifyWorkDesired``), and ``add_credit`` turns it back on.
