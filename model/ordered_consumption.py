@@ -117,6 +117,8 @@ class OCConfig:
     unlock_signals: bool = True  # False: unlocking does not signal the dispatcher
     standard_client_dlq: bool = False  # standard mode dead-letters on the client
     simple_retry: bool = False  # the simple consumer retries a failed request internally
+    # -- simple consumer
+    simple_threads: int = 2  # application threads calling the simple consumer concurrently
 
     def roles(self) -> tuple[int, ...]:
         flags = (self.producer, self.push_standard, self.push_fifo, self.simple)
@@ -181,8 +183,8 @@ _CONFIGS: dict[str, tuple[OCConfig, str]] = {
         "fault: standard mode dead-letters on the client",
     ),
     "mutant-simple-retry": (
-        _only(simple=True, simple_retry=True),
-        "fault: the simple consumer retries a failed request internally",
+        _only(simple=True, simple_retry=True, simple_threads=1),
+        "fault: the simple consumer retries a failed request internally (one application thread)",
     ),
 }
 
@@ -243,7 +245,8 @@ class OrderedConsumptionModel(Model):
         if FIFO in self.roles:
             out.append((FIFO, empty_msgs, empty_pqs))
         if SIMPLE in self.roles:
-            out.append((SIMPLE, tuple((S_READY, 0, 0) for _ in range(self.n_msgs)), 0, OP_NONE, -1, 0))
+            calls = tuple((OP_NONE, -1, 0) for _ in range(c.simple_threads))
+            out.append((SIMPLE, tuple((S_READY, 0, 0) for _ in range(self.n_msgs)), 0, calls))
         return out
 
     def actions(self, s):
@@ -490,70 +493,87 @@ class OrderedConsumptionModel(Model):
         return []
 
     # ===================================================== simple consumer
-    # Seed 001 "Simple consumer": every call is one remote call, no internal retry.
-    # state: (SIMPLE, msgs (srv, delivered, held), rr, op, m, requests)
+    # Seed 001 "Simple consumer": every call is one remote call, no internal retry;
+    # the application calls receive from several threads at once.
+    # state: (SIMPLE, msgs (srv, delivered, held), rr, calls) with one call record
+    # (op, message, requests) per application thread.
+    def _s_busy(self, calls, m) -> bool:
+        return any(op in (OP_ACK, OP_CID) and cm == m for op, cm, _ in calls)
+
     def _s_actions(self, s):
-        _, msgs, rr, op, cm, reqs = s
+        _, msgs, rr, calls = s
         acts = []
-        if op == OP_NONE:
-            acts.append(("call_receive",))
-            for m, (srv, d, held) in enumerate(msgs):
-                if held:
-                    acts += [("call_ack", m), ("call_change_invisible", m), ("abandon", m)]
-        else:
-            acts.append(("rpc",))
+        for th, (op, cm, reqs) in enumerate(calls):
+            if op == OP_NONE:
+                acts.append(("call_receive", th))
+                for m, (srv, d, held) in enumerate(msgs):
+                    # the application settles a message it holds, one thread at a time
+                    if held and not self._s_busy(calls, m):
+                        acts += [("call_ack", th, m), ("call_change_invisible", th, m)]
+            else:
+                acts.append(("rpc", th))
         for m, (srv, d, held) in enumerate(msgs):
+            if held and not self._s_busy(calls, m):
+                acts.append(("abandon", m))
             if srv == S_INVIS and not held:
                 acts.append(("expire", m))
         return acts
 
     def _s_step(self, s, a):
         c = self.config
-        _, msgs, rr, op, cm, reqs = s
+        _, msgs, rr, calls = s
         name = a[0]
-        if op == OP_NONE:
-            if name == "call_receive":
-                return [("called", (SIMPLE, msgs, rr, OP_RECEIVE, -1, 0))]
-            if name in ("call_ack", "call_change_invisible", "abandon"):
-                m = a[1]
-                if not msgs[m][2]:
-                    return []
-                if name == "abandon":
-                    # the user gives up on the message: it reappears when its invisible time is over
-                    return [("abandoned", (SIMPLE, _set(msgs, m, _set(msgs[m], 2, 0)), rr, op, cm, reqs))]
-                return [("called", (SIMPLE, msgs, rr, OP_ACK if name == "call_ack" else OP_CID, m, 0))]
-        if name == "rpc" and op != OP_NONE:
-            reqs1 = min(reqs + 1, 2)
-            if op == OP_RECEIVE:
-                # upstream: one queue per receive, round-robin
-                got = ()
-                new = msgs
-                for m in self.by_queue[rr]:
-                    srv, d, held = msgs[m]
-                    if srv == S_READY:
-                        new = _set(msgs, m, (S_INVIS, d + 1, 1))
-                        got = (m, d + 1)
-                        break
-                ok = (SIMPLE, new, (rr + 1) % c.queues, OP_NONE, -1, 0)
-            elif op == OP_ACK:
-                srv, d, held = msgs[cm]
-                ok = (SIMPLE, _set(msgs, cm, (S_ACKED, d, 0)), rr, OP_NONE, -1, 0)
-                got = "acked"
-            else:
-                srv, d, held = msgs[cm]
-                ok = (SIMPLE, _set(msgs, cm, (srv, d, 0)), rr, OP_NONE, -1, 0)
-                got = "changed"
-            # an error is returned to the user as is (the mutant retries instead)
-            err = (SIMPLE, msgs, rr, op, cm, reqs1) if c.simple_retry else (SIMPLE, msgs, rr, OP_NONE, -1, 0)
-            return [(("ok", got), ok), ("error", err)]
-        if name == "expire":
-            m = a[1]
-            srv, d, held = msgs[m]
-            if srv != S_INVIS or held:
+        if name in ("call_receive", "call_ack", "call_change_invisible", "rpc"):
+            th = a[1]
+            if not 0 <= th < len(calls):
                 return []
+            op, cm, reqs = calls[th]
+            if name == "call_receive" and op == OP_NONE:
+                return [("called", (SIMPLE, msgs, rr, _set(calls, th, (OP_RECEIVE, -1, 0))))]
+            if name in ("call_ack", "call_change_invisible") and op == OP_NONE:
+                m = a[2]
+                if not msgs[m][2] or self._s_busy(calls, m):
+                    return []
+                new_op = OP_ACK if name == "call_ack" else OP_CID
+                return [("called", (SIMPLE, msgs, rr, _set(calls, th, (new_op, m, 0))))]
+            if name == "rpc" and op != OP_NONE:
+                idle = _set(calls, th, (OP_NONE, -1, 0))
+                if op == OP_RECEIVE:
+                    # upstream: each receive asks one queue, taken round-robin
+                    got: Any = ()
+                    new = msgs
+                    for m in self.by_queue[rr]:
+                        srv, d, held = msgs[m]
+                        if srv == S_READY:
+                            new = _set(msgs, m, (S_INVIS, d + 1, 1))
+                            got = (m, d + 1)
+                            break
+                    ok = (SIMPLE, new, (rr + 1) % c.queues, idle)
+                elif op == OP_ACK:
+                    srv, d, held = msgs[cm]
+                    ok = (SIMPLE, _set(msgs, cm, (S_ACKED, d, 0)), rr, idle)
+                    got = "acked"
+                else:
+                    srv, d, held = msgs[cm]
+                    # the message becomes visible again when its new invisible duration is over
+                    ok = (SIMPLE, _set(msgs, cm, (srv, d, 0)), rr, idle)
+                    got = "changed"
+                # an error is returned to the application as is (the mutant retries instead)
+                if c.simple_retry:
+                    err = (SIMPLE, msgs, rr, _set(calls, th, (op, cm, min(reqs + 1, 2))))
+                else:
+                    err = (SIMPLE, msgs, rr, idle)
+                return [(("ok", got), ok), ("error", err)]
+            return []
+        m = a[1]
+        srv, d, held = msgs[m]
+        if name == "abandon" and held and not self._s_busy(calls, m):
+            # the application gives up on the message: it reappears when its invisible time is over
+            return [("abandoned", (SIMPLE, _set(msgs, m, (srv, d, 0)), rr, calls))]
+        if name == "expire" and srv == S_INVIS and not held:
             if d >= c.max_attempts:
-                return [("dead-lettered", (SIMPLE, _set(msgs, m, (S_DLQ_SRV, d, 0)), rr, op, cm, reqs))]
-            return [("visible", (SIMPLE, _set(msgs, m, (S_READY, d, 0)), rr, op, cm, reqs))]
+                return [("dead-lettered", (SIMPLE, _set(msgs, m, (S_DLQ_SRV, d, 0)), rr, calls))]
+            return [("visible", (SIMPLE, _set(msgs, m, (S_READY, d, 0)), rr, calls))]
         return []
 
     # ================================================================ fairness
@@ -804,7 +824,7 @@ class OrderedConsumptionModel(Model):
         add((SIMPLE,), always_step(
             "simple-no-internal-retry",
             "every simple-consumer call makes exactly one request: a failure is returned, never retried inside",
-            lambda s, a, o, t: s[0] != SIMPLE or a[0] != "rpc" or s[5] == 0,
+            lambda s, a, o, t: s[0] != SIMPLE or a[0] != "rpc" or s[3][a[1]][2] == 0,
             witness=lambda s, a, o, t: s[0] == SIMPLE and a[0] == "rpc" and o == "error",
         ))
         add((SIMPLE,), sometimes(
@@ -817,11 +837,17 @@ class OrderedConsumptionModel(Model):
             "a message is acked after being redelivered",
             lambda s: s[0] == SIMPLE and any(r[0] == S_ACKED and r[1] >= 2 for r in s[1]),
         ))
+        if c.simple_threads >= 2:
+            add((SIMPLE,), sometimes(
+                "simple-concurrent-receives",
+                "two application threads have a receive call in flight at the same time",
+                lambda s: s[0] == SIMPLE and sum(op == OP_RECEIVE for op, _, _ in s[3]) >= 2,
+            ))
         add((SIMPLE,), leads_to(
             "simple-call-returns",
-            "every simple-consumer call returns (a result or an error)",
-            lambda s: s[0] == SIMPLE and s[3] != OP_NONE,
-            lambda s: s[0] != SIMPLE or s[3] == OP_NONE,
+            "every simple-consumer call returns (a result or an error); stated for thread 0, the threads being alike",
+            lambda s: s[0] == SIMPLE and s[3][0][0] != OP_NONE,
+            lambda s: s[0] != SIMPLE or s[3][0][0] == OP_NONE,
             fairness="weak fairness of the request step; the server may answer with an error",
         ))
         return [p for rs, p in props if roles.intersection(rs)]
@@ -847,14 +873,17 @@ class OrderedConsumptionModel(Model):
                 v["waited"] = elapsed
             return v
         if role == SIMPLE:
-            _, msgs, rr, op, cm, reqs = s
+            _, msgs, rr, calls = s
             return {
                 "role": "simple",
                 "messages": [
                     {"id": m, "server": SRV_NAMES[srv], "attempt": d, "held": bool(h)} for m, (srv, d, h) in enumerate(msgs)
                 ],
                 "next_queue": rr,
-                "call": None if op == OP_NONE else {"op": OP_NAMES[op], "message": cm, "requests": reqs},
+                "calls": [
+                    None if op == OP_NONE else {"op": OP_NAMES[op], "message": cm, "requests": reqs}
+                    for op, cm, reqs in calls
+                ],
             }
         _, msgs, pqs = s
         return {
@@ -879,6 +908,8 @@ class OrderedConsumptionModel(Model):
 
     def actors(self, action, observation):
         name = action[0]
+        if name in ("call_receive", "call_ack", "call_change_invisible", "rpc"):
+            return (f"app-thread{action[1]}", "client") if name != "rpc" else ("client", "server")
         if name in ("fetch_route", "send"):
             return ("producer", "server")
         if name in ("pick", "tick", "retry"):

@@ -273,23 +273,117 @@ def test_standard_upstream_keeps_cache_until_settled_and_retries_settle():
 
 def test_simple_consumer_returns_errors_without_retry():
     m = model("simple")
-    s = next(iter(m.init_states()))
-    s = outcome(m, s, ("call_receive",), "called")
-    t = outcome(m, s, ("rpc",), "error")
-    assert t[3] == oc.OP_NONE  # the error is returned to the user
+    s = outcome(m, m.init_states()[0], ("call_receive", 0), "called")
+    t = outcome(m, s, ("rpc", 0), "error")
+    assert t[3][0][0] == oc.OP_NONE  # the error is returned to the application
+    got = outcome(m, s, ("rpc", 0), ("ok", (0, 1)))
+    assert got[1][0] == (oc.S_INVIS, 1, 1) and got[2] == 1  # the next receive asks the next queue
     r = model("mutant-simple-retry")
-    t2 = outcome(r, s, ("rpc",), "error")
-    assert t2[3] == oc.OP_RECEIVE and ("rpc",) in r.actions(t2)
-    got = outcome(m, s, ("rpc",), ("ok", (0, 1)))
-    assert got[1][0] == (oc.S_INVIS, 1, 1) and got[2] == 1  # next receive goes to the next queue
+    s2 = outcome(r, r.init_states()[0], ("call_receive", 0), "called")
+    t2 = outcome(r, s2, ("rpc", 0), "error")
+    assert t2[3][0][0] == oc.OP_RECEIVE and ("rpc", 0) in r.actions(t2)
+
+
+def test_simple_concurrent_receives_get_distinct_messages():
+    m = model("simple")
+    s = m.init_states()[0]
+    s = outcome(m, s, ("call_receive", 0), "called")
+    s = outcome(m, s, ("call_receive", 1), "called")
+    assert [c[0] for c in s[3]] == [oc.OP_RECEIVE, oc.OP_RECEIVE]
+    s = outcome(m, s, ("rpc", 1), ("ok", (0, 1)))
+    s = outcome(m, s, ("rpc", 0), ("ok", (2, 1)))  # round-robin: the second receive asks queue 1
+    assert [r[2] for r in s[1]] == [1, 0, 1]
+
+
+def test_simple_client_takes_no_lifecycle_action_of_its_own():
+    # every change of a message's fate is the answer to an application call, or the server's timer
+    ex = explored(next(e for e in ENTRIES if e.config == "simple"))
+    m = ex.model
+    states, e, labels = ex.state_list, ex.edges, ex.labels
+    for k in range(0, len(e), 3):
+        s, t = states[e[k]], states[e[k + 1]]
+        a, o = labels[e[k + 2]]
+        for m_id, (before, after) in enumerate(zip(s[1], t[1])):
+            if after[0] == oc.S_ACKED and before[0] != oc.S_ACKED:
+                assert a[0] == "rpc" and s[3][a[1]][:2] == (oc.OP_ACK, m_id)
+            if before[2] and not after[2]:  # the application let go of a message
+                assert a[0] == "abandon" or (a[0] == "rpc" and s[3][a[1]][1] == m_id and o != "error")
+            if after[0] != before[0] and a[0] not in ("rpc", "expire"):
+                raise AssertionError(f"{a} changed message {m_id} on the server")
+        if a[0] == "rpc":
+            assert s[3][a[1]][0] != oc.OP_NONE  # a request only for a call the application made
+    assert {a[0] for a, _ in labels} == {"call_receive", "call_ack", "call_change_invisible", "rpc", "abandon", "expire"}
+
+
+def test_route_cached_skips_the_fetch():
+    m = model("producer")
+    cached = producer_init(m, oc.NORMAL, 0b11, cached=True)
+    fetched = producer_init(m, oc.NORMAL, 0b11, cached=False)
+    assert m.actions(cached) == [("pick",)] and m.actions(fetched) == [("fetch_route",)]
+    assert outcome(m, fetched, ("fetch_route",), "ok") == cached
+
+
+def test_consumption_mode_is_configuration_and_only_the_dispatch_differs():
+    std, fifo = model("push-standard"), model("push-fifo")
+    assert std.init_states()[0][1:] == fifo.init_states()[0][1:]
+    s_std = outcome(std, std.init_states()[0], ("receive", 0), ((0, 1), (1, 1)))
+    s_fifo = outcome(fifo, fifo.init_states()[0], ("receive", 0), ((0, 1), (1, 1)))
+    assert s_std[1:] == s_fifo[1:]  # the same receive-and-cache process
+    # standard: the dispatcher hands out both messages at once; FIFO: lock, then the earliest only
+    s_std = outcome(std, outcome(std, s_std, ("dispatch", 0), 0), ("dispatch", 0), 1)
+    assert [r[2] for r in s_std[1][:2]] == [oc.C_CONSUMING, oc.C_CONSUMING]
+    s_fifo = outcome(fifo, outcome(fifo, s_fifo, ("dispatch", 0), "locked"), ("take", 0), 0)
+    assert [r[2] for r in s_fifo[1][:2]] == [oc.C_CONSUMING, oc.C_CACHED] and ("take", 0) not in fifo.actions(s_fifo)
+
+
+def test_each_queue_has_its_own_process_queue_and_messages_arrive_only_by_receive():
+    m = model("push-standard")
+    s = m.init_states()[0]
+    assert len(s[2]) == m.config.queues
+    t = outcome(m, s, ("receive", 1), ((2, 1),))
+    assert t[1][2][2:4] == (oc.C_CACHED, 1) and t[1][0] == s[1][0] and t[2][0] == s[2][0]
+    assert t[2][1][1] == 1  # received messages notify the dispatcher of that process queue
+    assert outcome(m, t, ("dispatch", 1), 2)[1][2][2] == oc.C_CONSUMING
+    assert m.step(t, ("dispatch", 0)) == []  # nothing was signalled for queue 0
+    # no step other than a receive ever puts a message into a cache
+    ex = explored(next(e for e in ENTRIES if e.config == "push-standard"))
+    states, e, labels = ex.state_list, ex.edges, ex.labels
+    for k in range(0, len(e), 3):
+        a, _ = labels[e[k + 2]]
+        if any(not x[3] and y[3] for x, y in zip(states[e[k]][1], states[e[k + 1]][1])):
+            assert a[0] == "receive"
+
+
+def test_standard_dispatcher_takes_until_the_cache_is_empty():
+    m = model("push-standard")
+    s = outcome(m, m.init_states()[0], ("receive", 0), ((0, 1), (1, 1)))
+    s = outcome(m, s, ("dispatch", 0), 0)
+    assert s[2][0][1] == 1  # still signalled: repeat the step
+    s = outcome(m, s, ("dispatch", 0), 1)
+    s = outcome(m, s, ("dispatch", 0), "empty")
+    assert s[2][0][1] == 0 and ("dispatch", 0) not in m.actions(s)
+
+
+def test_fifo_take_on_an_empty_cache_unlocks_and_ack_is_retried():
+    m = model("push-fifo")
+    s = m.replay(_fifo_prefix()).last  # message 1 cached, process queue 0 signalled
+    s = outcome(m, s, ("dispatch", 0), "locked")
+    s = outcome(m, s, ("take", 0), 1)
+    s = outcome(m, outcome(m, s, ("consume", 1), ("ok", 1)), ("ack", 1), "error")
+    assert s[1][1][2] == oc.C_ACKING  # a failed FIFO ack is repeated until it succeeds
+    s = outcome(m, outcome(m, s, ("ack", 1), "ok"), ("unlock", 0), "unlocked")
+    s = outcome(m, s, ("dispatch", 0), "locked")
+    t = outcome(m, s, ("take", 0), "empty")
+    assert t[2][0] == (0, 0, 0, oc.W_IDLE)
 
 
 def test_fairness_never_forces_failures_or_user_calls():
     m = model()
     assert m.fair(("ack", 0), "error") is None
     assert m.fair(("forward_to_dlq", 0), "error") is None
-    assert m.fair(("rpc",), "error") is None
-    assert m.fair(("call_ack", 0), "called") is None
+    assert m.fair(("rpc", 0), "error") is None
+    assert m.fair(("call_ack", 0, 0), "called") is None
+    assert m.fair(("rpc", 0), ("ok", "acked")) == ("rpc", 0)
     assert m.fair(("ack", 0), "ok") == ("ack", 0)
     assert m.fair(("expire", 1), "visible") == ("expire", 1)
 
