@@ -403,6 +403,80 @@ def replay(
     _guard(body)
 
 
+@app.command("prove")
+def prove(
+    model: Optional[str] = typer.Argument(None, help="Model to prove (default: every model with an encoding)."),
+    prop: Optional[str] = typer.Option(None, "--property", "-p", help="Only this property."),
+    bmc_variants: bool = typer.Option(True, "--bmc/--no-bmc", help="Also run BMC on the manifest's expected violations."),
+    timeout: float = typer.Option(20.0, "--timeout", min=0.1, help="Seconds z3 may spend on one query."),
+    json_out: bool = JsonOpt,
+) -> None:
+    """Prove every `always` property inductive for unbounded sizes (z3); BMC on the upstream variants."""
+
+    def body() -> int:
+        from conq import manifest
+        from conq.model import symbolic
+        from conq.model.explorer import explore
+        from conq.model.registry import load_model, model_names
+
+        names = [model] if model else [n for n in model_names() if n in symbolic.encoded_models()]
+        if not names:
+            raise UsageProblem("no model has a z3 encoding yet")
+        rows: list[dict[str, Any]] = []
+        code = EXIT_OK
+        for name in names:
+            m = load_model(name)
+            enc = symbolic.encoding_for(m)
+            try:
+                results = symbolic.prove_all(enc, m, only=prop, timeout_ms=int(timeout * 1000))
+            except KeyError as e:
+                raise UsageProblem(str(e.args[0])) from None
+            for r in results:
+                rows.append({"model": name, "config": getattr(m, "config_name", ""), "mode": "induction", **r.to_json()})
+                if r.status in ("not-inductive", "unknown", "violated"):
+                    code = EXIT_VIOLATION
+            if bmc_variants and prop is None:
+                for exp in manifest.load():
+                    if exp.model != name or not exp.violated:
+                        continue
+                    vm = load_model(name, exp.config, exp.overrides)
+                    venc = symbolic.encoding_for(vm)
+                    ex = explore(vm, liveness=False)
+                    for pname in exp.violated:
+                        v = ex.verdict(pname)
+                        if pname not in venc.invariants() or v.path is None:
+                            continue
+                        r = symbolic.bmc(venc, vm, pname, len(v.path), timeout_ms=int(timeout * 1000) * 3)
+                        agree = r.status == "violated" and len(r.trace) - 1 == len(v.path)
+                        rows.append({"model": name, "config": exp.config, "mode": f"bmc (explorer: {len(v.path)} steps)",
+                                     **r.to_json(), "agrees_with_explorer": agree})
+                        if not agree:
+                            code = EXIT_VIOLATION
+        if json_out:
+            _emit_json(rows)
+            return code
+        table = Table(title="z3", title_justify="left")
+        for col in ("model", "config", "property", "mode", "status", "strengthened with", "s"):
+            table.add_column(col, overflow="fold")
+        style = {"proved": "green", "violated": "yellow", "bounded": "yellow", "holds-to-bound": "green"}
+        for r in rows:
+            status = r["status"]
+            if r["mode"].startswith("bmc"):
+                status += " (agrees)" if r.get("agrees_with_explorer") else " [red](DISAGREES)[/]"
+            table.add_row(r["model"], r["config"], r["property"], r["mode"], f"[{style.get(r['status'], 'red')}]{status}[/]",
+                          ", ".join(r["strengthened_with"]), f"{r['seconds']:.2f}")
+        out.print(table)
+        for r in rows:
+            if r["status"] in ("not-inductive", "unknown", "bounded"):
+                out.print(f"{r['model']}/{r['property']}: {r['status']}: {r['detail']}", markup=False)
+                if r.get("cti"):
+                    out.print(f"  before: {json.dumps(r['cti'].get('before'))}\n  action: {r['cti']['action']} {r['cti'].get('params', '')}\n  after:  {json.dumps(r['cti']['after'])}", markup=False)
+        out.print(f"total {sum(r['seconds'] for r in rows):.2f} s")
+        return code
+
+    _guard(body)
+
+
 @app.command("run")
 def run(
     out_dir: Path = typer.Option(Path("reports"), "--out", help="Where the report goes."),

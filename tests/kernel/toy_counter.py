@@ -81,6 +81,12 @@ class CounterModel(Model):
                 lambda s: not all(pc == DONE for pc in s[0]) or s[2] == n,
                 witness=lambda s: all(pc == DONE for pc in s[0]),
             ),
+            always(
+                "done-means-written",
+                "once a client is done, the counter is at least one",
+                lambda s: DONE not in s[0] or s[2] >= 1,
+                witness=lambda s: DONE in s[0],
+            ),
             always_step(
                 "counter-monotonic",
                 "the counter never decreases",
