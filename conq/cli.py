@@ -90,11 +90,17 @@ def list_models(json_out: bool = JsonOpt) -> None:
         if json_out:
             _emit_json(rows)
             return EXIT_OK
-        table = Table(title="models and configurations")
+        table = Table(title="models and configurations (settings: the default in full, the others where they differ)")
         for col in ("model", "config", "about", "settings"):
             table.add_column(col, overflow="fold")
+        defaults: dict[str, dict] = {}
         for r in rows:
-            table.add_row(r["model"], r["config"], r["about"], " ".join(f"{k}={v}" for k, v in r["settings"].items()))
+            base = defaults.setdefault(r["model"], r["settings"])
+            if base is r["settings"]:
+                shown = " ".join(f"{k}={v}" for k, v in r["settings"].items())
+            else:
+                shown = " ".join(f"{k}={v}" for k, v in r["settings"].items() if base.get(k) != v) or "(as the default)"
+            table.add_row(r["model"], r["config"], r["about"], shown)
         out.print(table)
         return EXIT_OK
 

@@ -21,9 +21,63 @@ from conq.model.explorer import explore
 from conq.model.registry import load_model
 from conq.report import exploration_markdown, write_report
 
-#: Later stages: (name, function(out_dir, console) -> list of row dicts with
+def conformance_stage(out_dir: Path, console: Console) -> list[dict[str, Any]]:
+    """The conformance suite against every reference implementation that is wired."""
+    import importlib.util
+
+    from conq.conformance.adapters import DRIVERS
+    from conq.conformance.suite import run_suite
+    from conq.model.registry import model_names
+
+    rows = []
+    corpus = Path(__file__).resolve().parent.parent / "conformance" / "corpus"
+    for name, target in DRIVERS.items():
+        if name not in model_names() or importlib.util.find_spec(target.partition(":")[0]) is None:
+            continue
+        console.print(f"[dim]conformance: {name} against the reference[/]")
+        res, m = run_suite(name, traces=300, seed=0, length=40, corpus=corpus if corpus.is_dir() else None)
+        rows.append({
+            "stage": "conformance",
+            "subject": f"{name} (reference, in-process)",
+            "result": f"{res.traces} traces + {res.corpus} golden, {res.steps:,} steps, {res.steps_per_second:,.0f} steps/s"
+            + ("" if res.ok else f"; {len(res.failures)} divergences: {res.failures[0].describe(m)}"),
+            "ok": res.ok,
+            "seconds": round(res.seconds, 2),
+        })
+    return rows
+
+
+def replay_stage(out_dir: Path, console: Console) -> list[dict[str, Any]]:
+    """A small Spark local[*] replay of the consumer-lists model against the reference."""
+    import importlib.util
+
+    from conq.conformance.adapters import DRIVERS
+    from conq.conformance.spark_replay import ReplayError, ReplayParams, run_replay
+
+    if importlib.util.find_spec(DRIVERS["consumer-lists"].partition(":")[0]) is None:
+        return []  # the reference is not wired to the model yet
+    params = ReplayParams(model="consumer-lists", config_name="small", traces=2000, seed=0, length=30)
+    t0 = time.perf_counter()
+    try:
+        s = run_replay(params, master="local[*]", out=out_dir / "replay", say=lambda m: console.print(f"[dim]replay: {m}[/]"))
+    except ReplayError as e:
+        return [{"stage": "spark replay", "subject": "consumer-lists", "result": str(e), "ok": False, "seconds": 0.0}]
+    cover = f"{s.states_covered:,} states" + (f" ({100 * s.state_fraction:.1f}% of {s.graph_states:,})" if s.graph_states else "")
+    return [{
+        "stage": "spark replay",
+        "subject": "consumer-lists/small on local[*]",
+        "result": f"{s.traces:,} traces, {s.steps:,} steps, {s.diverged} diverged, {cover}; report {s.out}/report.md",
+        "ok": s.ok,
+        "seconds": round(time.perf_counter() - t0, 2),
+    }]
+
+
+#: Stages after model checking: (name, function(out_dir, console) -> rows with
 #: "stage", "subject", "result", "ok", "seconds", and optional "markdown").
-STAGES: list[tuple[str, Callable[[Path, Console], list[dict[str, Any]]]]] = []
+STAGES: list[tuple[str, Callable[[Path, Console], list[dict[str, Any]]]]] = [
+    ("conformance", conformance_stage),
+    ("spark replay", replay_stage),
+]
 
 
 def model_check_rows(quick: bool, console: Console) -> tuple[list[dict[str, Any]], list[str]]:
