@@ -192,7 +192,12 @@ def _model_properties(model: str) -> frozenset[str] | None:
 
     if model not in MODELS:
         return None
-    return frozenset(p.name for p in load_model(model).property_list())
+    from conq.model.registry import model_class
+
+    # a property may exist only in some configurations (e.g. a role of the model)
+    return frozenset(
+        p.name for name in model_class(model).configs() for p in load_model(model, name).property_list()
+    )
 
 
 #: extra resolvers registered by engines that land later: prefix -> (name -> problem or None)
