@@ -284,31 +284,49 @@ def master_problem(master: str) -> str | None:
     return f"unknown Spark master URL {master!r} (expected local[*], local-cluster[...], spark://HOST:PORT, yarn, k8s://...)"
 
 
+#: where the Spark JVM's own console output goes (quiet terminal); shown on failure
+DRIVER_LOG = Path(tempfile.gettempdir()) / "conq-spark-driver.log"
+
+
 def spark_session(master: str, app: str = "conq-replay", conf: dict[str, str] | None = None):
+    """A quiet SparkSession: the driver JVM's console output goes to
+    :data:`DRIVER_LOG` (Spark prints start-up notices there even at level
+    ERROR), executors log at ERROR, and conq prints its own progress lines."""
     problem = java_problem() or master_problem(master)
     if problem:
         raise ReplayError(problem)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     log4j = Path(__file__).with_name("log4j2.properties")
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
     from pyspark.sql import SparkSession
 
-    builder = (
-        SparkSession.builder.master(master)
-        .appName(app)
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "8")
-        .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{log4j}")
-        .config("spark.executor.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{log4j}")
-        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-        .config("spark.python.worker.reuse", "true")
-    )
-    for k, v in (conf or {}).items():
-        builder = builder.config(k, v)
-    spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
-    return spark
+    settings = {
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.shuffle.partitions": "8",
+        "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{log4j}",
+        "spark.executor.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{log4j}",
+        "spark.sql.execution.arrow.pyspark.enabled": "true",
+        "spark.python.worker.reuse": "true",
+        **(conf or {}),
+    }
+    sconf = SparkConf().setMaster(master).setAppName(app).setAll(list(settings.items()))
+    gateway = None
+    if SparkContext._gateway is None:  # first session of this process: start the JVM quietly
+        log = open(DRIVER_LOG, "ab")
+        try:
+            gateway = launch_gateway(sconf, popen_kwargs={"stdout": log, "stderr": log})
+        except Exception as e:
+            raise ReplayError(f"Spark did not start ({e}); its log: {DRIVER_LOG}") from None
+        finally:
+            log.close()
+    if SparkContext._active_spark_context is not None:
+        SparkContext._active_spark_context.stop()  # a new master needs a new context
+    sc = SparkContext(conf=sconf, gateway=gateway)
+    sc.setLogLevel("ERROR")
+    return SparkSession(sc)
 
 
 @dataclass
@@ -332,6 +350,9 @@ class ReplaySummary:
     missed: str = ""
     violations: list[dict[str, Any]] = field(default_factory=list)
     out: str = ""
+    #: the Spark job alone: generation, replay, aggregation and Parquet writes
+    #: (no session start-up, no coverage truth)
+    job_seconds: float = 0.0
 
     @property
     def ok(self) -> bool:
@@ -367,6 +388,7 @@ def run_replay(
         spark = spark_session(master, conf=conf)
         sc = spark.sparkContext
         sc.addPyFile(str(package_zip(tmp)))
+        t_job = time.perf_counter()
         blocks = (params.traces + BLOCK - 1) // BLOCK
         parts = partitions or max(1, min(blocks, sc.defaultParallelism * 4))
         say(f"replaying {params.traces:,} traces ({params.mode}, length {params.length}) in {blocks} blocks on {parts} partitions")
@@ -406,12 +428,13 @@ def run_replay(
         violations = [r.asDict() for r in violations_df.limit(20).collect()]
         partitions_used = rows.getNumPartitions()
         rows.unpersist()
+        job_seconds = time.perf_counter() - t_job
         summary = ReplaySummary(
             params=asdict(params), master=master, partitions=partitions_used, traces=int(agg["n"] or 0),
             steps=int(agg["steps"] or 0), diverged=int(agg["bad"] or 0), seconds=0.0,
             states_covered=kinds.get("state", 0), transitions_covered=kinds.get("transition", 0),
             actions_covered=names["action"], properties_witnessed=names["property"], requirements_witnessed=names["requirement"],
-            violations=violations,
+            violations=violations, job_seconds=round(job_seconds, 3),
         )
         if truth:
             say("exploring the bounded graph for the coverage truth")
