@@ -89,13 +89,13 @@ def replay_blocks(params: ReplayParams, blocks: Iterable[int]) -> Iterator[tuple
     ("cover", kind, key, first_index)
     """
     from conq.model.kernel import Kind
-    from conq.model.registry import load_model
 
     from . import generate
     from .checker import Checker
     from .suite import make_impl
+    from .views import conformance_model
 
-    model = load_model(params.model, params.config_name, params.overrides)
+    model = conformance_model(params.model, params.config_name, params.overrides)
     impl = make_impl(params.impl, model.name, timeout=params.timeout)
     checker = Checker(model, impl, snapshots=params.snapshots, record=True)
     sometimes = [p for p in model.property_list() if p.kind is Kind.SOMETIMES or p.witness is not None]
@@ -369,11 +369,11 @@ def run_replay(
     conf: dict[str, str] | None = None,
     say=print,
 ) -> ReplaySummary:
-    from conq.model.registry import load_model
+    from .views import conformance_model
 
     if params.mode not in ("random", "coverage", "exhaustive"):
         raise ReplayError(f"--mode must be random, coverage or exhaustive, got {params.mode!r}")
-    model = load_model(params.model, params.config_name, params.overrides)  # fail fast on bad model/config
+    model = conformance_model(params.model, params.config_name, params.overrides)  # fail fast on bad model/config
     from .suite import SuiteError, make_impl
 
     try:

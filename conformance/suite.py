@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from conq.model.kernel import Model, config_dict
-from conq.model.registry import load_model
+from .views import conformance_model
 
 from . import generate, trace
 from .adapters import Implementation, Stdio, reference
@@ -124,7 +124,7 @@ def run_suite(
     timeout: float = 10.0,
     on_trace: Callable[[], None] | None = None,
 ) -> tuple[SuiteResult, Model]:
-    model = load_model(model_name, config_name, overrides)
+    model = conformance_model(model_name, config_name, overrides)
     impl = make_impl(impl_spec, model.name, timeout=timeout)
     res = SuiteResult(model=model.name, impl=impl.name)
     t0 = time.perf_counter()
@@ -178,7 +178,7 @@ def _run_corpus(model_name, impl, directory: Path, res: SuiteResult, snapshots: 
         tr = trace.read(path)  # raises TraceError with file:line
         if tr.model != model_name:
             continue
-        model = load_model(tr.model, None, tr.config)
+        model = conformance_model(tr.model, None, tr.config)
         model.config_name = tr.config_name  # type: ignore[attr-defined]
         checker = Checker(model, impl, snapshots=snapshots)
         run = checker.check_trace(tr)
