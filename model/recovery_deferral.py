@@ -54,13 +54,17 @@ UNFED, QUEUED, RUNNING, DONE, DROPPED, FEEDRUN = range(6)
 STATUS_NAMES = ("unfed", "queued", "running", "done", "dropped", "done-on-feed-thread")
 
 # -- status callback status (per producer, per callback kind, current epoch) --
-NOT_SENT, PENDING, DUE, DELIVERED, LOST = range(5)
-NOTE_NAMES = ("not-sent", "deferred", "due", "delivered", "lost")
+#: CANCELLED: superseded by a Down status (DEV-011); STALE: still deferred
+#: although a Down was forwarded after it (a ghost mark: behaves as PENDING)
+NOT_SENT, PENDING, DUE, DELIVERED, LOST, CANCELLED, STALE = range(7)
+NOTE_NAMES = ("not-sent", "deferred", "due", "delivered", "lost", "cancelled-by-down", "deferred-after-down")
 
 #: event kinds in the script: 0 = live (request id 0: the NONE context),
-#: k >= 1 = resent by recovery k of its producer, ERROR = an unparsable message
-#: for that match (untracked, ``EventTaskFactory.createEventError``).
-LIVE, ERROR = 0, -1
+#: k >= 1 = resent by recovery k of its producer, -1 = an error event with no
+#: recovery context, -(r+1) = an error event (unparsable resent message) of
+#: recovery r.  Match -1 (errors only) = an error about no event, whose task id
+#: is random (``TaskID.none()``).
+LIVE = 0
 
 #: ``ProducerStatusQuery``: the statuses that mean "up to date again".  The
 #: deprecated ``onProducerUp`` callback is always deferred too
@@ -69,15 +73,33 @@ UP_KINDS = frozenset({"ProducerUp", "FirstRecoveryCompleted", "ProcessingQueDela
 KNOWN_KINDS = UP_KINDS | {"ProcessingQueueDelayViolation", "AliveIntervalViolation", "PermanentlyUnavailable"}
 
 
-class FullQueue(str, enum.Enum):
+class OnQueueFull(str, enum.Enum):
+    """spec/deviations.md DEV-001."""
+
     BLOCK = "block"  # reference: the feed thread waits for room
     DROP = "drop"  # upstream TaskExecutor: RejectedExecutionException logged, task dropped
-    CALLER_RUNS = "caller-runs"  # a common alternative (ThreadPoolExecutor.CallerRunsPolicy)
+    CALLER_RUNS = "caller-runs"  # a common alternative (ThreadPoolExecutor.CallerRunsPolicy), rejected
 
 
-class NoContext(str, enum.Enum):
+class NoContextProducerUp(str, enum.Enum):
+    """DEV-002."""
+
     FORWARD = "forward"  # reference: nothing to wait for, forward at once
     DROP = "drop"  # upstream DeferredProducerUpOrchestrator: "Cannot defer ... as no recovery initiated!"
+
+
+class ErrorRouting(str, enum.Enum):
+    """DEV-007."""
+
+    BY_EVENT = "by_event"  # reference and upstream: an error about an event goes to the event's queue
+    RANDOM = "random"  # the seed's literal "spread randomly over the task queues"
+
+
+class IndexMod(str, enum.Enum):
+    """DEV-008."""
+
+    FLOOR = "floor"  # reference: 0 <= index < queues
+    JAVA_REMAINDER = "java_remainder"  # upstream: hashCode % n, negative for half the random task ids
 
 
 @dataclass(frozen=True)
@@ -86,9 +108,11 @@ class RecoveryDeferralConfig:
     producers: int = 2
     matches: int = 2
     #: the script of events: (producer, match, kind) with kind 0 = live,
-    #: k >= 1 = resent by recovery k of the producer, -1 = error event.  Each
-    #: producer's events arrive in script order; producers interleave freely.
-    events: tuple = ((0, 0, 1), (0, 1, 1), (1, 0, 1), (1, 1, -1))
+    #: k >= 1 = resent by recovery k of the producer, -1 = error event with no
+    #: context, -(r+1) = error event of recovery r; match -1 = an error about
+    #: no event.  Each producer's events arrive in script order; producers
+    #: interleave freely.
+    events: tuple = ((0, 0, 1), (0, 1, 1), (1, 0, 1), (1, 1, -2))
     #: recoveries per producer (request ids 1..recoveries)
     recoveries: int = 1
     #: the status callbacks the SDK may make per producer per recovery epoch
@@ -109,19 +133,27 @@ class RecoveryDeferralConfig:
     workers: int = 2
     queue_size: int = 1
     handle_errors_async: bool = True
-    # -- behaviour switches (reference first; upstream's choices as variants) --
-    full_queue: FullQueue = FullQueue.BLOCK
-    #: upstream TaskExecutor.submit: submit to the executor first, count the
-    #: task (taskAllocated) afterwards, so a worker may complete it before it
-    #: is counted (and TaskLifecycleTracker.taskCompleted ignores an unknown
-    #: context)
-    track_after_submit: bool = False
-    no_context: NoContext = NoContext.FORWARD
-    #: upstream PendingRecoveries.save: deferring a callback cancels any other
-    #: deferred callback of the same producer
+    # -- behaviour switches (reference first; upstream's choices as variants;
+    # names and values as in spec/deviations.md) ------------------------------
+    on_queue_full: OnQueueFull = OnQueueFull.BLOCK  # DEV-001
+    no_context_producer_up: NoContextProducerUp = NoContextProducerUp.FORWARD  # DEV-002
+    error_routing: ErrorRouting = ErrorRouting.BY_EVENT  # DEV-007
+    index_mod: IndexMod = IndexMod.FLOOR  # DEV-008
+    #: DEV-009.  False = upstream TaskExecutor.submit: submit to the executor
+    #: first, count the task (taskAllocated) afterwards, so a worker may
+    #: complete it before it is counted (and TaskLifecycleTracker.taskCompleted
+    #: ignores an unknown context)
+    count_before_enqueue: bool = True
+    #: DEV-010.  False = upstream TaskFactory: error tasks are queued untracked
+    track_error_tasks: bool = True
+    #: DEV-011.  False = upstream: a Down status is forwarded and the deferred
+    #: ProducerUp still fires later
+    down_cancels_deferred_up: bool = True
+    #: DEV-014.  True = upstream PendingRecoveries.save: deferring a callback
+    #: cancels any other deferred callback of the same producer
     replace_deferred: bool = False
-    #: upstream DeferredProducerUpTask.run: read pending, then deliver; a
-    #: cancellation (future.cancel(false)) in between does not stop delivery
+    #: DEV-015.  True = upstream DeferredProducerUpTask.run: read pending, then
+    #: deliver; a cancellation (future.cancel(false)) in between does not stop it
     poll_then_deliver: bool = False
 
 
@@ -142,69 +174,81 @@ class RecoveryDeferralModel(Model):
             recoveries=2,
             callbacks=("FirstRecoveryCompleted",),
         )
+        two = dict(callbacks=("ProducerUp", "FirstRecoveryCompleted"), events=((0, 0, 1), (0, 1, 1), (1, 0, 1), (1, 0, 0)))
+        noctx = dict(callbacks=("ProcessingQueDelayStabilized",), callbacks_without_recovery=True)
+        noevent = dict(events=((0, 0, 1), (0, 1, 1), (1, -1, -1), (1, 1, 0)))
         return {
             "reference": C(),
             "reference-re-recovery": C(**rerec),
-            "reference-two-callbacks": C(callbacks=("ProducerUp", "FirstRecoveryCompleted"), events=((0, 0, 1), (0, 1, 1), (1, 0, 1), (1, 0, 0))),
-            "reference-no-context": C(callbacks=("ProcessingQueDelayStabilized",), callbacks_without_recovery=True),
-            "reference-sync-errors": C(handle_errors_async=False, events=((0, 0, 1), (0, 0, -1), (1, 0, 1), (1, 1, 1))),
+            "reference-two-callbacks": C(**two),
+            "reference-no-context": C(**noctx),
+            "reference-sync-errors": C(handle_errors_async=False, events=((0, 0, 1), (0, 0, -2), (1, 0, 1), (1, 1, 1))),
             "reference-up-any-time": C(up_after_events=False),
             "reference-one-queue": C(queues=1, workers=1, queue_size=2, callbacks=("FirstRecoveryCompleted",)),
+            "reference-error-without-event": C(**noevent),
             "legacy": C(enabled=False),
-            "upstream-drop-when-full": C(full_queue=FullQueue.DROP),
-            "caller-runs-when-full": C(full_queue=FullQueue.CALLER_RUNS),
-            "upstream-track-after-submit": C(track_after_submit=True),
-            "upstream-drop-without-context": C(
-                callbacks=("ProcessingQueDelayStabilized",), callbacks_without_recovery=True, no_context=NoContext.DROP
-            ),
-            "upstream-replace-deferred": C(
-                callbacks=("ProducerUp", "FirstRecoveryCompleted"),
-                events=((0, 0, 1), (0, 1, 1), (1, 0, 1), (1, 0, 0)),
-                replace_deferred=True,
-            ),
+            "upstream-drop-when-full": C(on_queue_full=OnQueueFull.DROP),
+            "caller-runs-when-full": C(on_queue_full=OnQueueFull.CALLER_RUNS),
+            "upstream-drop-without-context": C(no_context_producer_up=NoContextProducerUp.DROP, **noctx),
+            "seed-random-error-routing": C(error_routing=ErrorRouting.RANDOM, events=((0, 0, 1), (0, 0, -2), (1, 1, 1), (1, 1, 0))),
+            "upstream-java-remainder": C(index_mod=IndexMod.JAVA_REMAINDER, **noevent),
+            "upstream-count-after-enqueue": C(count_before_enqueue=False),
+            "upstream-count-after-enqueue-up-any-time": C(count_before_enqueue=False, up_after_events=False),
+            "upstream-untracked-errors": C(track_error_tasks=False),
+            "upstream-up-after-down": C(down_cancels_deferred_up=False),
+            "upstream-replace-deferred": C(replace_deferred=True, **two),
             "upstream-poll-then-deliver": C(poll_then_deliver=True, **rerec),
-            "upstream-track-after-submit-up-any-time": C(track_after_submit=True, up_after_events=False),
             "upstream": C(
-                full_queue=FullQueue.DROP,
-                track_after_submit=True,
-                no_context=NoContext.DROP,
+                on_queue_full=OnQueueFull.DROP,
+                no_context_producer_up=NoContextProducerUp.DROP,
+                index_mod=IndexMod.JAVA_REMAINDER,
+                count_before_enqueue=False,
+                track_error_tasks=False,
+                down_cancels_deferred_up=False,
                 replace_deferred=True,
                 poll_then_deliver=True,
-                callbacks=("ProducerUp", "FirstRecoveryCompleted"),
-                callbacks_without_recovery=True,
-                **{k: v for k, v in rerec.items() if k != "callbacks"},
+                recoveries=2,
+                events=((0, 0, 1), (0, 1, 2), (1, 0, 1), (1, -1, -1)),
             ),
         }
 
     @classmethod
     def describe_configs(cls):
         return {
-            "reference": "2 producers, 2 matches, 2 queues of 1, 2 workers, 4 events, one recovery each; the reference behaviour",
+            "reference": "2 producers, 2 matches, 2 queues of 1, 2 workers, 4 events (one an error), one recovery each",
             "reference-re-recovery": "a second recovery of each producer may start while the first one's ProducerUp is deferred",
             "reference-two-callbacks": "the SDK calls both onProducerUp and onProducerStatusChange(FirstRecoveryCompleted) per recovery",
             "reference-no-context": "a ProducerUp (ProcessingQueDelayStabilized) may come before any recovery: forwarded at once",
             "reference-sync-errors": "handleErrorsAsynchronously=false: error events handled on the feed thread",
             "reference-up-any-time": "the up callback may come before, during or after the recovery's events (as upstream's component tests do)",
             "reference-one-queue": "threads=1: every match on one queue of 2 (head-of-line blocking between producers)",
+            "reference-error-without-event": "an error about no event (random task id) goes to any queue",
             "legacy": "enabled=false: every event handled on the feed thread, callbacks forwarded at once",
-            "upstream-drop-when-full": "upstream: a task rejected by a full queue is logged and dropped",
-            "caller-runs-when-full": "alternative rejected by the spec: the feed thread runs a task its queue cannot take",
-            "upstream-track-after-submit": "upstream: taskAllocated is counted after the executor accepted the task",
-            "upstream-drop-without-context": "upstream: a ProducerUp with no recovery context is dropped",
-            "upstream-replace-deferred": "upstream: deferring a callback cancels the producer's other deferred callback",
-            "upstream-poll-then-deliver": "upstream: a new recovery's cancel does not stop a deferred task that already read 0",
-            "upstream-track-after-submit-up-any-time": "upstream tracker order with the up callback at any moment: ProducerUp before its tasks ran",
-            "upstream": "every upstream choice at once, with both callbacks, two recoveries and callbacks before any recovery",
+            "upstream-drop-when-full": "DEV-001 upstream: a task rejected by a full queue is logged and dropped",
+            "caller-runs-when-full": "DEV-001 alternative: the feed thread runs a task its queue cannot take",
+            "upstream-drop-without-context": "DEV-002 upstream: a ProducerUp with no recovery context is dropped",
+            "seed-random-error-routing": "DEV-007 the seed's literal reading: an error about a match goes to a random queue",
+            "upstream-java-remainder": "DEV-008 upstream: hashCode % n of a random task id may be negative: exception, error lost",
+            "upstream-count-after-enqueue": "DEV-009 upstream: taskAllocated is counted after the executor accepted the task",
+            "upstream-count-after-enqueue-up-any-time": "DEV-009 upstream, with the up callback at any moment: ProducerUp before its tasks ran",
+            "upstream-untracked-errors": "DEV-010 upstream: error tasks are not counted, ProducerUp may overtake a resent error",
+            "upstream-up-after-down": "DEV-011 upstream: a Down does not cancel the deferred ProducerUp, which fires after it",
+            "upstream-replace-deferred": "DEV-014 upstream: deferring a callback cancels the producer's other deferred callback",
+            "upstream-poll-then-deliver": "DEV-015 upstream: a new recovery's cancel does not stop a deferred task that already read 0",
+            "upstream": "every upstream choice at once, with two recoveries per producer and an error about no event",
         }
 
     # -- derived tables ----------------------------------------------------------
     def __init__(self, config=None):
         super().__init__(config)
         c = self.config
-        if isinstance(c.full_queue, str) and not isinstance(c.full_queue, FullQueue):
-            object.__setattr__(c, "full_queue", FullQueue(c.full_queue))
-        if isinstance(c.no_context, str) and not isinstance(c.no_context, NoContext):
-            object.__setattr__(c, "no_context", NoContext(c.no_context))
+        for f, E in (("on_queue_full", OnQueueFull), ("no_context_producer_up", NoContextProducerUp), ("error_routing", ErrorRouting), ("index_mod", IndexMod)):
+            v = getattr(c, f)
+            if not isinstance(v, E):
+                try:
+                    object.__setattr__(c, f, E(v))
+                except ValueError:
+                    raise ModelError(f"{self.name}: {f} must be one of {[m.value for m in E]}, got {v!r}") from None
         if c.producers < 1 or c.matches < 1 or c.queues < 1 or c.workers < 1 or c.queue_size < 1:
             raise ModelError(f"{self.name}: producers, matches, queues, workers and queue_size must be >= 1")
         for k in c.callbacks:
@@ -215,7 +259,7 @@ class RecoveryDeferralModel(Model):
             if len(e) != 3:
                 raise ModelError(f"{self.name}: an event is (producer, match, kind), got {e!r}")
             p, m, k = (int(x) for x in e)
-            if not (0 <= p < c.producers and 0 <= m < c.matches and -1 <= k <= c.recoveries):
+            if not (0 <= p < c.producers and -1 <= m < c.matches and -1 - c.recoveries <= k <= c.recoveries) or (m < 0 and k >= 0):
                 raise ModelError(f"{self.name}: event {e!r} out of bounds")
             ev.append((p, m, k))
         self.ev = tuple(ev)
@@ -225,13 +269,36 @@ class RecoveryDeferralModel(Model):
         #: per producer, its event ids in script order
         self.script = tuple(tuple(i for i, e in enumerate(ev) if e[0] == p) for p in range(c.producers))
         self.ev_match = tuple(e[1] for e in ev)
-        # TaskAllocator: queue = hash(event id) mod queues; the event id of a
-        # task is its match's id, so all of one match share a queue.
-        self.ev_queue = tuple(e[1] % c.queues for e in ev)
-        self.ev_error = tuple(e[2] == ERROR for e in ev)
-        #: tracker context: 0 = NONE (live events), 1 + p*R + (k-1) for recovery k; -1 untracked
-        self.ev_ctx = tuple(-1 if k == ERROR else (0 if k == LIVE else 1 + p * R + k - 1) for p, _, k in ev)
-        self.ev_rec = tuple(max(k, 0) for _, _, k in ev)
+        self.ev_error = tuple(e[2] < 0 for e in ev)
+        #: the recovery whose initiation precedes the event (0: none)
+        self.ev_rec = tuple(k if k > 0 else (-k - 1 if k < -1 else 0) for _, _, k in ev)
+        #: the recovery context the event belongs to: 0 = NONE, 1 + p*R + (r-1)
+        self.ev_ctx_full = tuple(0 if r == 0 else 1 + p * R + r - 1 for (p, _, _), r in zip(ev, self.ev_rec))
+        #: the context the tracker counts it under, -1 = untracked (DEV-010)
+        self.ev_ctx = tuple(
+            -1 if (self.ev_error[i] and not c.track_error_tasks) else self.ev_ctx_full[i] for i in range(n)
+        )
+        # TaskAllocator: queue = hash(task id) mod queues; the task id is the
+        # event (match) id, so all of one match share a queue.  An error about
+        # no event, or any error under the seed's literal random routing, may go
+        # to any queue (TaskID.none() is random).
+        self.ev_queues = tuple(
+            tuple(range(c.queues))
+            if m < 0 or (self.ev_error[i] and c.error_routing is ErrorRouting.RANDOM)
+            else (m % c.queues,)
+            for i, (_, m, _) in enumerate(ev)
+        )
+        #: DEV-008: a random task id's Java hashCode % n is negative half the time
+        self.ev_may_crash = tuple(
+            c.index_mod is IndexMod.JAVA_REMAINDER and (m < 0 or (self.ev_error[i] and c.error_routing is ErrorRouting.RANDOM))
+            for i, (_, m, _) in enumerate(ev)
+        )
+        #: events under the per-match order claim: sport events, and error events
+        #: about a match that are queued (DEV-007); errors handled on the feed
+        #: thread by configuration are outside it
+        self.ev_ordered = tuple(
+            m >= 0 and (not self.ev_error[i] or c.handle_errors_async or not c.enabled) for i, (_, m, _) in enumerate(ev)
+        )
         self.is_up = tuple(k in UP_KINDS for k in c.callbacks)
         self.n_events = n
 
@@ -250,7 +317,7 @@ class RecoveryDeferralModel(Model):
                 (UNFED,) * self.n_events,  # status per event
                 (0,) * self.n_ctx,  # pending per context (the tracker)
                 0,  # entries: bitmask of contexts the tracker has an entry for
-                -1,  # feed_slot: event submitted but not yet counted (track_after_submit)
+                -1,  # feed_slot: event submitted but not yet counted (count_before_enqueue=False)
                 (0,) * P,  # rec: the stored recovery (request id) per producer, 0 = none
                 ((NOT_SENT,) * K,) * P,  # notes: status callbacks of the current epoch
                 (),  # sched: (p, r, k) a deferred task read 0 and will deliver (poll_then_deliver)
@@ -288,7 +355,7 @@ class RecoveryDeferralModel(Model):
         else:
             for p in range(c.producers):
                 for k, st in enumerate(notes[p]):
-                    if st == PENDING:
+                    if st in (PENDING, STALE):
                         out.append(("poll", p, k))
         return out
 
@@ -306,34 +373,39 @@ class RecoveryDeferralModel(Model):
                 return []  # resent events of a recovery come after it was initiated
             fed2 = _set(fed, p, fed[p] + 1)
             m = self.ev_match[e]
-            err = self.ev_error[e]
-            bl2 = backlog if err else _set(backlog, m, backlog[m] + (e,))
-            if not c.enabled or (err and not c.handle_errors_async):
+            ordered = self.ev_ordered[e]
+            st = status
+
+            def out(obs, queues2, st_e, pending2=pending, entries2=entries, slot2=slot, keep=False):
+                # keep: the event waits in its queue, so it joins its match's backlog
+                bl = _set(backlog, m, backlog[m] + (e,)) if ordered and keep else backlog
+                return (obs, (fed2, queues2, running, _set(st, e, st_e), pending2, entries2, slot2, rec, notes, sched, bl))
+
+            if not c.enabled or (self.ev_error[e] and not c.handle_errors_async):
                 # legacy / synchronous error handling: the feed thread calls the listener
-                bl3 = bl2 if err else _set(bl2, m, bl2[m][1:])
-                return [(("feed-thread", e), (fed2, queues, running, _set(status, e, FEEDRUN), pending, entries, slot, rec, notes, sched, bl3))]
-            q = self.ev_queue[e]
-            if len(queues[q]) >= c.queue_size:
-                if c.full_queue is FullQueue.BLOCK:
-                    return []  # the feed thread waits for room: no step until a worker takes a task
-                if c.full_queue is FullQueue.DROP:
-                    bl3 = bl2 if err else _set(bl2, m, bl2[m][:-1])
-                    return [("dropped", (fed2, queues, running, _set(status, e, DROPPED), pending, entries, slot, rec, notes, sched, bl3))]
-                # caller runs: the feed thread invokes the listener itself
-                bl3 = bl2 if err else tuple(x for x in bl2[m] if x != e)
-                bl3 = bl2 if err else _set(bl2, m, bl3)
-                return [(("feed-thread", e), (fed2, queues, running, _set(status, e, FEEDRUN), pending, entries, slot, rec, notes, sched, bl3))]
-            q2 = _set(queues, q, queues[q] + (e,))
-            st2 = _set(status, e, QUEUED)
-            x = self.ev_ctx[e]
-            if x < 0:  # error task: queued untracked
-                return [(("queued", q), (fed2, q2, running, st2, pending, entries, slot, rec, notes, sched, bl2))]
-            if c.track_after_submit:
-                return [(("queued", q), (fed2, q2, running, st2, pending, entries, e, rec, notes, sched, bl2))]
-            # reference: count the task, then hand it over, in one feed-thread step
-            return [
-                (("queued", q), (fed2, q2, running, st2, _set(pending, x, pending[x] + 1), entries | (1 << x), slot, rec, notes, sched, bl2))
-            ]
+                return [out(("feed-thread", e), queues, FEEDRUN)]
+            outcomes = []
+            for q in self.ev_queues[e]:
+                if len(queues[q]) >= c.queue_size:
+                    if c.on_queue_full is OnQueueFull.BLOCK:
+                        continue  # the feed thread waits for room: no step until a worker takes a task
+                    if c.on_queue_full is OnQueueFull.DROP:
+                        outcomes.append(out(("dropped", q), queues, DROPPED))
+                    else:  # caller runs: the feed thread invokes the listener itself
+                        outcomes.append(out(("feed-thread", e), queues, FEEDRUN))
+                    continue
+                q2 = _set(queues, q, queues[q] + (e,))
+                x = self.ev_ctx[e]
+                if x < 0:  # untracked error task (DEV-010 upstream)
+                    outcomes.append(out(("queued", q), q2, QUEUED, keep=True))
+                elif not c.count_before_enqueue:  # DEV-009 upstream: counted by a second step
+                    outcomes.append(out(("queued", q), q2, QUEUED, slot2=e, keep=True))
+                else:  # reference: count the task, then hand it over, in one feed-thread step
+                    outcomes.append(out(("queued", q), q2, QUEUED, _set(pending, x, pending[x] + 1), entries | (1 << x), keep=True))
+            if self.ev_may_crash[e]:
+                # DEV-008 upstream: a negative index, IndexOutOfBoundsException on the feed thread
+                outcomes.append(out("index-out-of-bounds", queues, DROPPED))
+            return outcomes
         if name == "track":
             if slot == -1:
                 return []
@@ -347,7 +419,7 @@ class RecoveryDeferralModel(Model):
                 return []
             e = queues[q][0]
             m = self.ev_match[e]
-            bl2 = backlog if self.ev_error[e] else _set(backlog, m, tuple(x for x in backlog[m] if x != e))
+            bl2 = _set(backlog, m, tuple(x for x in backlog[m] if x != e)) if self.ev_ordered[e] else backlog
             return [
                 (("listener", e), (fed, _set(queues, q, queues[q][1:]), _set(running, q, e), _set(status, e, RUNNING), pending, entries, slot, rec, notes, sched, bl2))
             ]
@@ -385,21 +457,27 @@ class RecoveryDeferralModel(Model):
                 if slot != -1:
                     return []
                 x = self.ctx(p, r)
-                if any(self.ev_ctx[e] == x and status[e] == UNFED for e in self.script[p]):
+                if any(self.ev_ctx_full[e] == x and status[e] == UNFED for e in self.script[p]):
                     return []
             np = notes[p]
+            if not up and c.enabled:
+                # a Down: forwarded at once; it cancels the producer's deferred
+                # ProducerUp (DEV-011), or upstream leaves it to fire later
+                # (marked STALE, a ghost of "a Down was forwarded since")
+                mark = CANCELLED if c.down_cancels_deferred_up else STALE
+                np = tuple(mark if v in (PENDING, STALE) else v for v in np)
             if not up or not c.enabled:
                 return [("forwarded", (fed, queues, running, status, pending, entries, slot, rec, _set(notes, p, _set(np, k, DELIVERED)), sched, backlog))]
             if r == 0:
-                if c.no_context is NoContext.DROP:
+                if c.no_context_producer_up is NoContextProducerUp.DROP:
                     return [("dropped", (fed, queues, running, status, pending, entries, slot, rec, _set(notes, p, _set(np, k, LOST)), sched, backlog))]
                 return [("forwarded", (fed, queues, running, status, pending, entries, slot, rec, _set(notes, p, _set(np, k, DELIVERED)), sched, backlog))]
             if c.replace_deferred:
-                np = tuple(LOST if v == PENDING else v for v in np)
+                np = tuple(LOST if v in (PENDING, STALE) else v for v in np)
             return [("deferred", (fed, queues, running, status, pending, entries, slot, rec, _set(notes, p, _set(np, k, PENDING)), sched, backlog))]
         if name == "poll":
             _, p, k = a
-            if sched or not (0 <= p < c.producers and 0 <= k < len(c.callbacks)) or notes[p][k] != PENDING:
+            if sched or not (0 <= p < c.producers and 0 <= k < len(c.callbacks)) or notes[p][k] not in (PENDING, STALE):
                 return []
             x = self.ctx(p, rec[p])
             n = pending[x]
@@ -479,7 +557,7 @@ class RecoveryDeferralModel(Model):
         # end up on the same queue, processed in strict sequence)
         def in_order(s, a, o, t):
             e = self._invoked(a, o)
-            if e is None or self.ev_error[e]:
+            if e is None or not self.ev_ordered[e]:
                 return True
             bl = s[10][self.ev_match[e]]
             if a[0] == "feed":  # run on the feed thread as it arrives: nothing of its match may be waiting
@@ -488,15 +566,15 @@ class RecoveryDeferralModel(Model):
 
         def same_match_two(s, a, o, t):
             e = self._invoked(a, o)
-            if e is None or self.ev_error[e]:
+            if e is None or not self.ev_ordered[e]:
                 return False
             m = self.ev_match[e]
-            return any(x != e and self.ev_match[x] == m and not self.ev_error[x] and s[3][x] != UNFED for x in range(n))
+            return any(x != e and self.ev_match[x] == m and self.ev_ordered[x] and s[3][x] != UNFED for x in range(n))
 
         props.append(
             always_step(
                 "match-order",
-                "the sport events of one match reach the customer's listener in the order they arrived",
+                "the events of one match (sport events, and error events about it when queued) reach the customer's listener in the order they arrived",
                 in_order,
                 witness=same_match_two,
             )
@@ -565,18 +643,18 @@ class RecoveryDeferralModel(Model):
                 if d is None or d[1] == 0:
                     return True
                 x = self.ctx(*d)
-                return all(s[3][e] in (DONE, FEEDRUN) for e in range(n) if self.ev_ctx[e] == x and s[3][e] != UNFED)
+                return all(s[3][e] in (DONE, FEEDRUN) for e in range(n) if self.ev_ctx_full[e] == x and s[3][e] != UNFED)
 
             def up_after_tasks_w(s, a, o, t):
                 d = self._delivered_up(s, a, o, t)
                 return d is not None and d[1] > 0 and any(
-                    self.ev_ctx[e] == self.ctx(*d) and s[3][e] == DONE for e in range(n)
+                    self.ev_ctx_full[e] == self.ctx(*d) and s[3][e] == DONE for e in range(n)
                 )
 
             props.append(
                 always_step(
                     "up-after-recovery-tasks",
-                    "the customer gets a ProducerUp for a recovery context only when every event of that context received so far has been processed by its listener",
+                    "the customer gets a ProducerUp for a recovery context only when every event of that context received so far (error events included) has been processed by its listener",
                     up_after_tasks,
                     witness=up_after_tasks_w,
                 )
@@ -649,6 +727,25 @@ class RecoveryDeferralModel(Model):
         )
 
         defers = c.enabled and any(self.is_up)
+
+        def after_down(s, a, o, t):
+            key = self._up_key(s, a, o)
+            if key is None:
+                return True
+            p, r, k = key
+            return s[7][p] != r or s[8][p][k] != STALE
+
+        if nonup_kinds := [k for k in range(len(c.callbacks)) if not self.is_up[k]]:
+            if defers:
+                props.append(
+                    always_step(
+                        "no-up-after-down",
+                        "no deferred ProducerUp reaches the customer after a Down status of its producer was forwarded since the up was received",
+                        after_down,
+                        witness=lambda s, a, o, t: a[0] == "status" and not self.is_up[a[2]]
+                        and any(v == PENDING for v in s[8][a[1]]),
+                    )
+                )
         nonup = [k for k in range(len(c.callbacks)) if not self.is_up[k]]
         if nonup:
             props.append(
@@ -678,7 +775,7 @@ class RecoveryDeferralModel(Model):
                     lambda s: s[6] == -1
                     and any(
                         s[0][p] < len(self.script[p])
-                        and len(s[1][self.ev_queue[self.script[p][s[0][p]]]]) >= c.queue_size
+                        and any(len(s[1][q]) >= c.queue_size for q in self.ev_queues[self.script[p][s[0][p]]])
                         for p in range(P)
                     ),
                 )
@@ -735,8 +832,8 @@ class RecoveryDeferralModel(Model):
                         leads_to(
                             f"deferred-up-delivered-{p}",
                             f"a deferred ProducerUp of producer {p} is eventually delivered (or superseded by a new recovery)",
-                            lambda s, p=p: any(v in (PENDING, DUE) for v in s[8][p]),
-                            lambda s, p=p: all(v not in (PENDING, DUE) for v in s[8][p]) and not (s[9] and s[9][0] == p),
+                            lambda s, p=p: any(v in (PENDING, DUE, STALE) for v in s[8][p]),
+                            lambda s, p=p: all(v not in (PENDING, DUE, STALE) for v in s[8][p]) and not (s[9] and s[9][0] == p),
                             fairness=fair_words,
                         )
                     )
@@ -744,8 +841,13 @@ class RecoveryDeferralModel(Model):
 
     def describe_event(self, e: int) -> str:
         p, m, k = self.ev[e]
-        kind = "live" if k == LIVE else ("error" if k == ERROR else f"recovery {k}")
-        return f"producer {p}, match {m}, {kind}"
+        if k == LIVE:
+            kind = "live"
+        elif k > 0:
+            kind = f"recovery {k}"
+        else:
+            kind = "error" + (f" of recovery {-k - 1}" if k < -1 else "")
+        return f"producer {p}, " + (f"match {m}" if m >= 0 else "no event") + f", {kind}"
 
     # -- views ---------------------------------------------------------------------
     def view(self, s):

@@ -95,12 +95,13 @@ TestReRecoveryWalk = state_machine(model("reference-re-recovery"), max_examples=
     [
         ("upstream-drop-when-full", {"no-silent-loss", "up-after-recovery-tasks"}),
         ("caller-runs-when-full", {"feed-thread-never-runs-listener", "match-order"}),
-        ("upstream-track-after-submit", {"pending-equals-allocated-minus-completed", "pending-non-negative", "up-waits-only-for-own-tasks"}),
+        ("upstream-count-after-enqueue", {"pending-equals-allocated-minus-completed", "pending-non-negative", "up-waits-only-for-own-tasks"}),
     ],
 )
 def test_hypothesis_finds_the_variant_violation(config, props):
     # two live events of one match and one of another: short walks, quick shrinking
-    m = model(config) if config.endswith("submit") else model(config, events=((0, 0, 0), (0, 0, 0), (1, 1, 0)))
+    small = config.endswith("full")
+    m = model(config, events=((0, 0, 0), (0, 0, 0), (1, 1, 0))) if small else model(config)
     machine = state_machine(m)
     with pytest.raises(PropertyViolation) as info:
         run_state_machine_as_test(machine, settings=settings(max_examples=400, stateful_step_count=12, deadline=None, database=None))
@@ -113,7 +114,7 @@ def test_hypothesis_finds_the_variant_violation(config, props):
 
 def test_hash_allocation_sends_a_match_to_one_queue():
     m = model(events=((0, 0, 0), (0, 1, 0), (0, 2, 0), (1, 2, 0)), matches=3, queues=2, queue_size=4)
-    assert m.ev_queue == (0, 1, 0, 0)
+    assert m.ev_queues == ((0,), (1,), (0,), (0,))
 
 
 def test_full_queue_blocks_the_feed_thread_in_the_reference():
@@ -129,7 +130,7 @@ def test_full_queue_blocks_the_feed_thread_in_the_reference():
 def test_full_queue_variants_drop_or_run_on_the_feed_thread():
     drop = model("upstream-drop-when-full", events=((0, 0, 0), (0, 0, 0)))
     [(obs, t)] = drop.step(run(drop, [("feed", 0)]), ("feed", 0))
-    assert obs == "dropped" and t[STATUS][1] == rd.DROPPED and t[PENDING][0] == 1
+    assert obs == ("dropped", 0) and t[STATUS][1] == rd.DROPPED and t[PENDING][0] == 1
     cr = model("caller-runs-when-full", events=((0, 0, 0), (0, 0, 0)))
     [(obs, t)] = cr.step(run(cr, [("feed", 0)]), ("feed", 0))
     assert obs == ("feed-thread", 1) and t[STATUS][1] == rd.FEEDRUN
@@ -145,7 +146,7 @@ def test_tracker_counts_before_the_task_can_run():
 
 
 def test_upstream_tracker_ignores_completion_of_an_unknown_context():
-    m = model("upstream-track-after-submit")
+    m = model("upstream-count-after-enqueue")
     s = run(m, [("recover", 0), ("feed", 0)])
     x = m.ctx(0, 1)
     assert s[SLOT] == 0 and s[PENDING][x] == 0 and ("feed", 1) not in m.actions(s)
@@ -155,15 +156,46 @@ def test_upstream_tracker_ignores_completion_of_an_unknown_context():
     assert s[PENDING][x] == 1  # stuck: nothing will ever decrement it
 
 
-def test_error_events_are_queued_untracked_or_handled_on_the_feed_thread():
+def test_error_events_are_tracked_untracked_or_handled_on_the_feed_thread():
+    acts = [("recover", 1), ("feed", 1), ("feed", 1)]
     m = model()
-    s = run(m, [("recover", 1), ("feed", 1), ("feed", 1)])
+    s = run(m, acts)
     assert s[STATUS][2:] == (rd.QUEUED, rd.QUEUED)
-    assert s[PENDING][m.ctx(1, 1)] == 1 and sum(s[PENDING]) == 1  # the error task is not counted
+    assert s[PENDING][m.ctx(1, 1)] == 2  # DEV-010: the resent error is counted under its recovery
+    up = model("upstream-untracked-errors")
+    assert run(up, acts)[PENDING][up.ctx(1, 1)] == 1
     sync = model("reference-sync-errors")
     s = run(sync, [("recover", 0), ("feed", 0)])
     [(obs, t)] = sync.step(s, ("feed", 0))
     assert obs == ("feed-thread", 1) and t[STATUS][1] == rd.FEEDRUN
+
+
+def test_error_without_event_may_go_to_any_queue_or_crash_upstream():
+    m = model("reference-error-without-event")
+    s = run(m, [("recover", 0)])
+    assert [o for o, _ in m.step(s, ("feed", 1))] == [("queued", 0), ("queued", 1)]
+    up = model("upstream-java-remainder")
+    outcomes = dict(up.step(s, ("feed", 1)))
+    assert set(outcomes) == {("queued", 0), ("queued", 1), "index-out-of-bounds"}
+    assert outcomes["index-out-of-bounds"][STATUS][2] == rd.DROPPED
+
+
+def test_seed_random_routing_can_put_an_error_on_another_queue():
+    m = model("seed-random-error-routing")
+    s = run(m, [("recover", 0), ("feed", 0)])
+    assert [o for o, _ in m.step(s, ("feed", 0))] == [("queued", 1)]  # queue 0 is full: blocks there
+
+
+def test_down_cancels_the_deferred_up_in_the_reference_only():
+    acts = [("recover", 0), ("feed", 0), ("feed", 0), ("status", 0, 1), ("status", 0, 0)]
+    ref = model()
+    assert run(ref, acts)[NOTES][0] == (rd.DELIVERED, rd.CANCELLED)
+    up = model("upstream-up-after-down")
+    s = run(up, acts)
+    assert s[NOTES][0] == (rd.DELIVERED, rd.STALE)
+    s = run(up, [("run", 0), ("done", 0), ("run", 1), ("done", 1)], s)
+    with pytest.raises(PropertyViolation, match="no-up-after-down"):
+        up.check_path(up.replay(acts + [("run", 0), ("done", 0), ("run", 1), ("done", 1), ("poll", 0, 1)]))
 
 
 def test_up_is_deferred_until_pending_reads_zero_and_polls_report_the_count():
@@ -181,7 +213,7 @@ def test_up_callback_waits_for_the_recovery_events_and_the_feed_thread():
     m = model()
     s = run(m, [("recover", 0), ("feed", 0)])
     assert list(m.step(s, ("status", 0, 1))) == []  # one resent event still to come
-    up = model("upstream-track-after-submit")
+    up = model("upstream-count-after-enqueue")
     s = run(up, [("recover", 0), ("feed", 0), ("track",), ("feed", 0)])
     assert list(up.step(s, ("status", 0, 1))) == []  # the feed thread is still submitting
 
@@ -190,7 +222,7 @@ def test_non_up_status_passes_through_while_an_up_is_deferred():
     m = model()
     s = run(m, [("recover", 0), ("feed", 0), ("feed", 0), ("status", 0, 1)])
     [(obs, t)] = m.step(s, ("status", 0, 0))
-    assert obs == "forwarded" and t[NOTES][0] == (rd.DELIVERED, rd.PENDING)
+    assert obs == "forwarded" and t[NOTES][0] == (rd.DELIVERED, rd.CANCELLED)  # DEV-011
 
 
 def test_new_recovery_supersedes_the_deferred_up():
@@ -244,10 +276,12 @@ def test_bad_configurations_are_refused():
         model(events=((5, 0, 0),))
     with pytest.raises(ModelError, match="unknown status callback"):
         model(callbacks=("Nope",))
+    with pytest.raises(ModelError, match="on_queue_full must be one of"):
+        model(on_queue_full="explode")
 
 
 def test_view_is_readable():
-    m = model("upstream-track-after-submit")
+    m = model("upstream-count-after-enqueue")
     v = m.view(run(m, [("recover", 0), ("feed", 0)]))
     assert v["feed_submitted_uncounted"] == 0 and v["events"][0] == "queued" and v["recovery"] == [1, 0]
 
