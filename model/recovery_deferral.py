@@ -638,28 +638,6 @@ class RecoveryDeferralModel(Model):
                 )
             )
 
-            def up_after_tasks(s, a, o, t):
-                d = self._delivered_up(s, a, o, t)
-                if d is None or d[1] == 0:
-                    return True
-                x = self.ctx(*d)
-                return all(s[3][e] in (DONE, FEEDRUN) for e in range(n) if self.ev_ctx_full[e] == x and s[3][e] != UNFED)
-
-            def up_after_tasks_w(s, a, o, t):
-                d = self._delivered_up(s, a, o, t)
-                return d is not None and d[1] > 0 and any(
-                    self.ev_ctx_full[e] == self.ctx(*d) and s[3][e] == DONE for e in range(n)
-                )
-
-            props.append(
-                always_step(
-                    "up-after-recovery-tasks",
-                    "the customer gets a ProducerUp for a recovery context only when every event of that context received so far (error events included) has been processed by its listener",
-                    up_after_tasks,
-                    witness=up_after_tasks_w,
-                )
-            )
-
             def own_tasks_only(s, a, o, t):
                 if a[0] != "poll" or not isinstance(o, int):
                     return True
@@ -687,6 +665,30 @@ class RecoveryDeferralModel(Model):
                         ),
                     )
                 )
+
+        # checked in legacy mode too: there the feed thread processes the resent
+        # events before it raises the up callback (REC-008)
+        def up_after_tasks(s, a, o, t):
+            d = self._delivered_up(s, a, o, t)
+            if d is None or d[1] == 0:
+                return True
+            x = self.ctx(*d)
+            return all(s[3][e] in (DONE, FEEDRUN) for e in range(n) if self.ev_ctx_full[e] == x and s[3][e] != UNFED)
+
+        def up_after_tasks_w(s, a, o, t):
+            d = self._delivered_up(s, a, o, t)
+            return d is not None and d[1] > 0 and any(
+                self.ev_ctx_full[e] == self.ctx(*d) and s[3][e] in (DONE, FEEDRUN) for e in range(n)
+            )
+
+        props.append(
+            always_step(
+                "up-after-recovery-tasks",
+                "the customer gets a ProducerUp for a recovery context only when every event of that context received so far (error events included) has been processed by its listener",
+                up_after_tasks,
+                witness=up_after_tasks_w,
+            )
+        )
 
         def at_most_once(s, a, o, t):
             key = self._up_key(s, a, o)

@@ -117,6 +117,24 @@ def test_hash_allocation_sends_a_match_to_one_queue():
     assert m.ev_queues == ((0,), (1,), (0,), (0,))
 
 
+def test_threads_setting_bounds_the_workers_running_at_once():
+    one = model(workers=1)
+    s = run(one, [("recover", 0), ("feed", 0), ("feed", 0), ("run", 0)])
+    assert list(one.step(s, ("run", 1))) == []  # the only worker is busy
+    two = model()
+    s = run(two, [("recover", 0), ("feed", 0), ("feed", 0), ("run", 0), ("run", 1)])
+    assert s[RUNNING] == (0, 1)
+    assert list(two.step(run(two, [("recover", 0), ("feed", 0), ("run", 0)]), ("run", 0))) == []  # one worker per queue
+
+
+def test_resent_events_follow_their_recovery():
+    m = model()
+    assert list(m.step(m.init_states()[0], ("feed", 0))) == []  # resent by recovery 1, not initiated yet
+    live = model(events=((0, 0, 0),))
+    [(obs, _)] = live.step(live.init_states()[0], ("feed", 0))
+    assert obs == ("queued", 0)
+
+
 def test_full_queue_blocks_the_feed_thread_in_the_reference():
     m = model(events=((0, 0, 0), (0, 0, 0)))
     s = run(m, [("feed", 0)])
