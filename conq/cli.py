@@ -483,6 +483,61 @@ def prove(
     _guard(body)
 
 
+@app.command("mutants")
+def mutants(
+    only: Optional[List[str]] = typer.Option(None, "--mutant", "-m", help="Only this mutant (repeatable)."),
+    engines: Optional[List[str]] = typer.Option(None, "--engine", "-e", help="Only this engine (repeatable)."),
+    budget: float = typer.Option(60.0, "--budget", min=1.0, help="Seconds each engine may spend on one mutant."),
+    json_out: bool = JsonOpt,
+) -> None:
+    """Run every engine against every mutant of the consumer-lists implementation; print the kill matrix."""
+
+    def body() -> int:
+        from conq.conformance.mutants import ENGINES, MUTANTS, run_catalog
+
+        for m in only or []:
+            if m not in MUTANTS:
+                raise UsageProblem(f"no mutant {m!r} (known: {', '.join(MUTANTS)})")
+        for e in engines or []:
+            if e not in ENGINES:
+                raise UsageProblem(f"no engine {e!r} (known: {', '.join(ENGINES)})")
+        progress = (lambda n, e, d: None) if json_out else (
+            lambda n, e, d: err.print(f"[dim]{n} / {e}: {'killed' if d.killed else 'survived'} in {d.seconds:.1f} s[/]"))
+        matrix = run_catalog(only, engines, budget=budget, on_cell=progress)
+        names = engines or list(ENGINES)
+        ref = matrix.pop("(reference)")
+        false_alarms = [e for e, d in ref.items() if d.killed]
+        survivors = [m for m, row in matrix.items() if not any(d.killed for d in row.values())]
+        if json_out:
+            _emit_json({
+                "reference": {e: vars(d) for e, d in ref.items()},
+                "mutants": {m: {"bug": MUTANTS[m].bug, "kind": MUTANTS[m].kind,
+                                "engines": {e: vars(d) for e, d in row.items()}} for m, row in matrix.items()},
+                "killed": len(matrix) - len(survivors), "total": len(matrix), "survivors": survivors,
+                "false_alarms": false_alarms,
+            })
+        else:
+            table = Table(title="kill matrix (seconds to detect; - survived)", title_justify="left")
+            table.add_column("mutant")
+            table.add_column("kind")
+            for e in names:
+                table.add_column(e, justify="right")
+            table.add_row("(reference)", "", *[("[red]FALSE ALARM[/]" if ref[e].killed else "[green]passes[/]") for e in names])
+            for m, row in matrix.items():
+                table.add_row(m, MUTANTS[m].kind, *[(f"[green]{row[e].seconds:.1f}[/]" if row[e].killed else "[red]-[/]") for e in names])
+            out.print(table)
+            out.print(f"killed {len(matrix) - len(survivors)}/{len(matrix)}" + (f"; survivors: {', '.join(survivors)}" if survivors else ""))
+            for e in false_alarms:
+                out.print(f"[red]the reference fails engine {e}:[/] {ref[e].detail}", markup=True)
+            for m, row in matrix.items():
+                first = min((d for d in row.values() if d.killed), key=lambda d: d.seconds, default=None)
+                if first is not None and first.evidence:
+                    out.print(f"{m}: minimal counterexample: {' ; '.join(str(list(a)) for a in first.evidence)}", markup=False)
+        return EXIT_OK if not survivors and not false_alarms else EXIT_VIOLATION
+
+    _guard(body)
+
+
 @app.command("run")
 def run(
     out_dir: Path = typer.Option(Path("reports"), "--out", help="Where the report goes."),

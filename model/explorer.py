@@ -55,6 +55,24 @@ class Exploration:
     edges: array = field(repr=False, default_factory=lambda: array("l"))
     labels: list[tuple] = field(repr=False, default_factory=list)
     stop_reason: str = ""
+    #: BFS tree: index -> parent index (-1 for initial states) and label id of the edge from it
+    parent: array = field(repr=False, default_factory=lambda: array("l"))
+    via: list[int] = field(repr=False, default_factory=list)
+
+    def path(self, idx: int) -> Path:
+        """The shortest path (as found by the search) from an initial state to state ``idx``."""
+        chain = []
+        while idx != -1:
+            chain.append(idx)
+            idx = self.parent[idx]
+        chain.reverse()
+        labels = [self.labels[self.via[k]] for k in chain[1:]]
+        return _concretise(self.model, self.state_list[chain[0]], labels, None, [])
+
+    def leaves(self) -> list[int]:
+        """States that are no other state's BFS parent: their paths cover every state."""
+        parents = set(self.parent)
+        return [i for i in range(len(self.state_list)) if i not in parents]
 
     @property
     def ok(self) -> bool:
@@ -295,6 +313,8 @@ def explore(
         edges=edges,
         labels=labels,
         stop_reason=stop_reason,
+        parent=parent,
+        via=via,
     )
     for p in live:
         if not check_live:

@@ -1,0 +1,184 @@
+"""Linearizability checking of concurrent histories recorded on real threads.
+
+A history is a list of operations, each with the thread that ran it, its
+invocation and response times (``time.perf_counter_ns``), its argument and its
+result.  It is linearizable when some total order of the operations that
+respects real time (an operation that responded before another was invoked
+comes first) is accepted by the sequential specification.  The search is
+Wing & Gong's, with Lowe's memoisation of (operations done, spec state).
+
+The sequential specification is a function ``step(state, op) -> (ok,
+next_state)``; :func:`node_list_spec` is the node list's (a set of present
+values).  Weakly consistent iteration is not one linearizable operation:
+:func:`check_iterations` checks the guarantee ``conq.impl.node_list`` states
+for it instead.
+"""
+
+from __future__ import annotations
+
+import random
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Hashable, Iterable
+
+
+@dataclass
+class Op:
+    thread: int
+    kind: str
+    arg: Any
+    result: Any
+    inv: int
+    res: int
+
+
+Spec = Callable[[Hashable, Op], tuple[bool, Hashable]]
+
+
+def node_list_spec(state: frozenset, op: Op) -> tuple[bool, frozenset]:
+    """append adds a fresh value; remove(v) is True iff v was present; size counts."""
+    if op.kind == "append":
+        return op.arg not in state, state | {op.arg}
+    if op.kind == "remove":
+        present = op.arg in state
+        return op.result == present, (state - {op.arg}) if present else state
+    if op.kind == "size":
+        return op.result == len(state), state
+    raise ValueError(f"no sequential meaning for operation {op.kind!r}")
+
+
+def linearize(ops: list[Op], spec: Spec, initial: Hashable) -> list[Op] | None:
+    """A real-time-respecting order accepted by ``spec``, or None when there is none."""
+    n = len(ops)
+    order = sorted(range(n), key=lambda i: ops[i].inv)
+    seen: set[tuple[int, Hashable]] = set()
+    sys.setrecursionlimit(max(10_000, sys.getrecursionlimit()))
+
+    def search(done: int, state: Hashable, out: list[int]) -> list[int] | None:
+        if done == (1 << n) - 1:
+            return out
+        key = (done, state)
+        if key in seen:
+            return None
+        seen.add(key)
+        # the earliest response among pending ops bounds who may go next
+        bound = min(ops[i].res for i in order if not (done >> i) & 1)
+        for i in order:
+            if (done >> i) & 1:
+                continue
+            if ops[i].inv > bound:
+                break
+            ok, nxt = spec(state, ops[i])
+            if ok:
+                r = search(done | (1 << i), nxt, out + [i])
+                if r is not None:
+                    return r
+        return None
+
+    found = search(0, initial, [])
+    return None if found is None else [ops[i] for i in found]
+
+
+def check_iterations(ops: list[Op], initial_values: Iterable[Any]) -> list[str]:
+    """Problems with recorded iterations (empty: the weak-consistency guarantee holds):
+    (a) a value present for the whole iteration is seen, (b) no value twice, (c) a
+    value removed before the iteration started, or never appended, is never seen."""
+    problems = []
+    appended = {op.arg: op for op in ops if op.kind == "append"}
+    removed = {op.arg: op for op in ops if op.kind == "remove" and op.result}
+    initial = set(initial_values)
+    for it in (op for op in ops if op.kind == "iter"):
+        seen = list(it.result)
+        if len(seen) != len(set(seen)):
+            problems.append(f"iteration {it} saw a value twice: {seen}")
+        for v in seen:
+            if v not in initial and v not in appended:
+                problems.append(f"iteration saw {v!r}, which was never appended")
+            if v in removed and removed[v].res < it.inv:
+                problems.append(f"iteration saw {v!r}, removed before it started")
+        for v in initial | set(appended):
+            present_before = v in initial or appended[v].res < it.inv
+            gone_during = v in removed and removed[v].inv < it.res
+            if present_before and not gone_during and v not in seen:
+                problems.append(f"iteration missed {v!r}, present for its whole duration")
+    return problems
+
+
+def record_node_list_round(make_list: Callable[[], Any], rng: random.Random, *, threads: int = 4,
+                           ops_per_thread: int = 12, initial: int = 6) -> tuple[list[Op], list[Any]]:
+    """Run one round of random append/remove/size/iterate on real threads
+    against a fresh list; return the history and the initial values."""
+    lst = make_list()
+    entries = {}
+    for v in range(initial):
+        entries[v] = lst.append(v)
+    history: list[Op] = []
+    lock = threading.Lock()
+    barrier = threading.Barrier(threads)
+    plans = []
+    next_value = initial
+    for t in range(threads):
+        plan = []
+        for _ in range(ops_per_thread):
+            kind = rng.choices(["append", "remove", "size", "iter"], weights=[4, 4, 2, 1])[0]
+            if kind == "append":
+                plan.append((kind, next_value))
+                next_value += 1
+            elif kind == "remove":
+                plan.append((kind, rng.randrange(next_value + threads)))
+            else:
+                plan.append((kind, None))
+        plans.append(plan)
+    handles = dict(entries)
+    handles_lock = threading.Lock()
+
+    def worker(t: int) -> None:
+        barrier.wait()
+        for kind, arg in plans[t]:
+            inv = time.perf_counter_ns()
+            if kind == "append":
+                e = lst.append(arg)
+                with handles_lock:
+                    handles[arg] = e
+                result = None
+            elif kind == "remove":
+                with handles_lock:
+                    e = handles.get(arg)
+                result = lst.remove(e) if e is not None else False
+                if e is None:
+                    inv = None  # nothing was invoked on the list
+            elif kind == "size":
+                result = len(lst)
+            else:
+                result = list(lst)
+            res = time.perf_counter_ns()
+            if inv is not None:
+                with lock:
+                    history.append(Op(t, kind, arg, result, inv, res))
+
+    ts = [threading.Thread(target=worker, args=(t,)) for t in range(threads)]
+    for th in ts:
+        th.start()
+    for th in ts:
+        th.join(timeout=30)
+        if th.is_alive():
+            raise TimeoutError("a node-list worker thread hung for 30 s")
+    return history, list(range(initial))
+
+
+def check_node_list(make_list: Callable[[], Any], *, rounds: int = 100, seed: int = 0) -> str | None:
+    """None when every recorded round is linearizable (and every iteration
+    weakly consistent), else the first problem found, with its history."""
+    rng = random.Random(seed)
+    for r in range(rounds):
+        history, initial = record_node_list_round(make_list, rng)
+        ops = [op for op in history if op.kind != "iter"]
+        if linearize(ops, node_list_spec, frozenset(initial)) is None:
+            lines = "\n".join(f"    t{o.thread} {o.kind}({o.arg}) -> {o.result} [{o.inv}..{o.res}]" for o in sorted(ops, key=lambda o: o.inv))
+            return f"round {r}: history not linearizable:\n{lines}"
+        problems = check_iterations(history, initial)
+        if problems:
+            return f"round {r}: {problems[0]}"
+    return None
