@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from conq.model.kernel import Model
+from conq.model.kernel import Kind, Model
 
 ENV = frozenset({"add_consumer", "remove_consumer", "credit", "suspend", "resume", "enqueue", "enqueue_held", "unhold", "release"})
 DESIRE = frozenset({"target_flag", "set_notify_work_desired"})
@@ -113,7 +113,10 @@ class ConsumerListsCalls(Model):
 
     # -- the model's properties and views apply to every state of this view -------------
     def properties(self):
-        return self.base.property_list()
+        # State properties carry over (every state here is a model state); step
+        # and liveness properties speak of the model's finer steps and fairness
+        # classes, so they stay with the model.
+        return [p for p in self.base.property_list() if p.kind in (Kind.ALWAYS, Kind.SOMETIMES)]
 
     def view(self, s):
         return self.base.view(s)
