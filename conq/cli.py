@@ -414,6 +414,7 @@ def prove(
     model: Optional[str] = typer.Argument(None, help="Model to prove (default: every model with an encoding)."),
     prop: Optional[str] = typer.Option(None, "--property", "-p", help="Only this property."),
     bmc_variants: bool = typer.Option(True, "--bmc/--no-bmc", help="Also run BMC on the manifest's expected violations."),
+    slow: bool = typer.Option(False, "--slow", help="BMC also on manifest entries marked slow."),
     timeout: float = typer.Option(20.0, "--timeout", min=0.1, help="Seconds z3 may spend on one query."),
     json_out: bool = JsonOpt,
 ) -> None:
@@ -443,7 +444,7 @@ def prove(
                     code = EXIT_VIOLATION
             if bmc_variants and prop is None:
                 for exp in manifest.load():
-                    if exp.model != name or not exp.violated:
+                    if exp.model != name or not exp.violated or (exp.slow and not slow):
                         continue
                     vm = load_model(name, exp.config, exp.overrides)
                     venc = symbolic.encoding_for(vm)
