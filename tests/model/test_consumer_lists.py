@@ -150,3 +150,35 @@ def test_idle_only_when_no_fair_step():
     assert ("idle",) in acts and all(m.fair(a, None) is None for a in acts)
     t = m.replay([("enqueue", 0)]).last
     assert ("idle",) not in [a for a, _, _ in m.successors(t)]
+
+
+def test_becoming_interested_notifies_the_consumer():
+    m = _model()
+    p = m.replay(
+        [("suspend", 0, "flow"), ("target_flag", 0, False), ("set_notify_work_desired", 0, False),
+         ("enqueue", 0), ("notify_consumers", 0)]
+    )
+    assert p.steps[-1][1] == (1,)  # the lower-priority consumer got it while c0 was suspended
+    m2 = _model("reasons", env_budget=2)
+    q = m2.replay([("suspend", 0, "tcp"), ("target_flag", 0, False), ("set_notify_work_desired", 0, False),
+                   ("enqueue", 0), ("resume", 0, "tcp"), ("target_flag", 0, True)])
+    q = m2.replay([(a, o) for a, o, _ in q.steps] + [("set_notify_work_desired", 0, True)])
+    assert q.steps[-1][1] == (0,)
+    assert _node(m2, q.last, 0) == NOTIFIED
+
+
+def test_seed003_earlier_rule_strands_a_message():
+    """Seed 003: with one pull per notification a consumer left Notified never pulls again."""
+    cur = explore(_model("seed003-current"))
+    old = explore(_model("seed003-earlier"))
+    assert cur.ok
+    v = old.verdict("no-lost-wakeup")
+    assert v.status == "violated"
+    assert old.verdict("keeps-pulling-while-messages").status == "violated"
+
+
+def test_credit_exhaustion_makes_consumer_not_interested():
+    m = _model()
+    p = m.replay([("enqueue", 0), ("notify_consumers", 0), ("deliver_single_message", 0), ("find_next_available", 0),
+                  ("acquire", 0, 0), ("deliver", 0), ("target_flag", 0, False), ("set_notify_work_desired", 0, False)])
+    assert _node(m, p.last, 0) == NOT_INTERESTED and p.last[0 * CF + 4] == 0
