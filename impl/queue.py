@@ -26,9 +26,10 @@ the rules of REFERENCE.md section 1, as upstream ``AbstractQueue`` (``notifyCons
 * ``release``/``unhold`` make a message available again: the acquiring consumers' read position is
   moved back to it and one acquiring consumer is notified as for a new message (upstream notifies
   every consumer whose pointer moved; one is enough for the "at least one" rule and avoids spurious
-  wake-ups).  Browsers are not shown released messages again (upstream ``seesRequeues`` is false
-  for browsers: "we don't make browsers send the same stuff twice"); a browser that passed a message
-  while it was HELD *is* shown it once it becomes available (it never saw it).
+  wake-ups).  A browser is never shown a message twice (upstream ``seesRequeues`` is false for
+  browsers: "we don't make browsers send the same stuff twice"), but a browser that passed a message
+  while it was HELD or ACQUIRED never saw it, so it is offered the message (and notified) once it
+  becomes available again: browsers see every message that is ever available while they browse.
 * ``remove_consumer`` releases what the consumer had acquired and, if it was Interested or Notified,
   notifies as for a loss of interest (upstream only closes it: a NOTIFIED consumer removed before it
   pulled would strand the message it was notified for).  ``add_consumer`` notifies a consumer that
@@ -160,6 +161,7 @@ class QueueConsumer:
         "_last_seen",
         "_lock",
         "_reoffer",
+        "_skipped_acquired",
         "_skipped_held",
         "acquires",
         "closed",
@@ -197,6 +199,7 @@ class QueueConsumer:
         self._last_seen: MessageEntry | None = None
         self._reoffer: dict[int, MessageEntry] = {}
         self._skipped_held: dict[int, MessageEntry] = {}
+        self._skipped_acquired: dict[int, MessageEntry] = {}
 
     # -- notify_work (called by the queue) ------------------------------------------------------------
     def notify_work(self) -> None:
@@ -223,6 +226,12 @@ class QueueConsumer:
                 raise QueueError(f"consumer {self.id!r} has unlimited credit; use set_credit to limit it")
             self.credit += n
             self._update_desired_locked()
+            schedule = n > 0 and self.node is not None and not self.closed
+        if schedule:
+            # A credit grant is an external state change of the target (upstream
+            # AbstractConsumerTarget.externalStateChange): its IO thread is scheduled to look for
+            # work, since a consumer that ran out of credit mid-pull gave up its wake-up.
+            self.listener(self)
 
     def set_credit(self, credit: int | None) -> None:
         if credit is not None and credit < 0:
@@ -238,15 +247,22 @@ class QueueConsumer:
             self._update_desired_locked()
 
     def _allocate_credit(self) -> bool:
+        """Take one credit for a delivery about to be attempted.  The loss of interest that an
+        exhausted credit means is told to the queue only once the attempt is settled
+        (``_settle_credit``): told now, the queue would hand the wake-up to another consumer for the
+        very message this one is about to acquire (a spurious wake-up, found by conformance)."""
         with self._lock:
             if self.credit is None:
                 return True
             if self.credit <= 0:
                 return False
             self.credit -= 1
-            if self.credit == 0:
-                self._update_desired_locked()
             return True
+
+    def _settle_credit(self) -> None:
+        """After a delivery attempt: tell the queue if the credit ran out."""
+        with self._lock:
+            self._update_desired_locked()
 
     def _restore_credit(self) -> None:
         with self._lock:
@@ -393,6 +409,17 @@ class Queue:
                 owner._acquired.discard(msg_id)
             self._available += 1
             self._make_visible_again_locked(entry)
+            # A browser that passed the message while it was acquired never saw it: offer it now.
+            # A browser that saw it is not shown it twice (upstream seesRequeues=false for browsers).
+            unseen = []
+            for b in self._browsers.values():
+                if b._skipped_acquired.pop(msg_id, None) is not None:
+                    b._reoffer[msg_id] = entry
+                if msg_id in b._reoffer or msg_id > b._last_seen.id:  # type: ignore[union-attr]
+                    unseen.append(b)
+        for b in unseen:
+            if b.state is NodeState.NON_ACQUIRING:
+                self._notify_consumer(b)
         self._notify_consumers(entry, browsers=False)
         return True
 
@@ -502,6 +529,8 @@ class Queue:
         while nxt is not None and nxt.state is not _AVAILABLE:
             if nxt.state is _HELD:
                 b._skipped_held[nxt.id] = nxt  # shown later if it becomes available (see unhold)
+            elif nxt.state is _ACQUIRED:
+                b._skipped_acquired[nxt.id] = nxt  # shown later if it is released (see release)
             cur = nxt
             nxt = nxt.next
         b._last_seen = cur
@@ -628,6 +657,7 @@ class Queue:
                     self._available -= 1
                     c._acquired.add(entry.id)
             if acquired:
+                c._settle_credit()
                 return entry
             c._restore_credit()  # lost the race for it: someone else made progress; look again
             if c.closed or not c.desired:
@@ -649,6 +679,7 @@ class Queue:
         if not shown:
             b._restore_credit()
             return None
+        b._settle_credit()
         return entry
 
     # ================================================================================================

@@ -566,7 +566,7 @@ class ConsumerListsModel(Model):
         return (("acquire", c, j), ok, tuple(l))
 
     def _pull_done(self, s, c, j):
-        """A delivery: setNotified(true) (back to NOTIFIED when more work is there for it) and the
+        """A delivery: setNotified(true) (back to NOTIFIED) and the
         target goes on pulling (current rule) or stops (seed 003 earlier rule).  A consumer closed
         in the middle of the delivery cannot send: the entry is released again."""
         l = list(s)
@@ -579,7 +579,11 @@ class ConsumerListsModel(Model):
             l[b + F_PC] = IDLE
             l[b + F_WAKE] = 0
             return (("deliver", c), None, tuple(l))
-        if self.acq[c] and self._next_for(l, c) is not None and self._no_higher(l, c):
+        if self.acq[c]:
+            # upstream AbstractQueue.deliverSingleMessage: setNotified(consumer, true) after every
+            # delivery; seed 000 "The Notified list": the consumer remains Notified and keeps
+            # calling deliverSingleMessage until it cannot deliver (conformance found the earlier
+            # "only when more work is there" condition here to differ from both)
             self._move(l, c, (INTERESTED,), NOTIFIED)
         if self.config.pull_rule is PullRule.UNTIL_EMPTY:
             l[b + F_PC] = START
