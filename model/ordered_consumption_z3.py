@@ -227,11 +227,36 @@ class OrderedConsumptionEncoding(Encoding):
 
     # ------------------------------------------------------------------ state space
     def well_formed(self, s):
+        """Sizes and limits, the role, and the ranges of the encoded enums and
+        counters (a test checks that this is itself inductive)."""
+        rng = lambda x, lo, hi: z3.And(lo <= x, x <= hi)
+        by_role = []
+        if PRODUCER in self.roles:
+            by_role.append(z3.Implies(s.role == PRODUCER, z3.And(
+                rng(s.phase, P_ROUTE, P_DONE), rng(s.mtype, 0, TXN), rng(s.result, R_NONE, R_FAILED),
+                s.sent >= 0, s.elapsed >= 0, s.backoff >= 0, 0 <= s.cur, s.cur < s.Q)))
+        if set(self.roles) & set(PUSH):
+            by_role.append(z3.Implies(z3.Or(s.role == STANDARD, s.role == FIFO), z3.And(
+                self.each("msg", s.n, lambda m: z3.And(
+                    rng(s.srv[m], S_READY, S_DLQ_CLI), rng(s.cli[m], C_NONE, C_DLQING), rng(s.inc[m], 0, 1),
+                    s.dl[m] >= 0, s.cons[m] >= 0), name="msg!wf2"),
+                self.each("queue", s.Q, lambda p: z3.And(
+                    rng(s.waiting[p], 0, 1), rng(s.notified[p], 0, 1), rng(s.locked[p], 0, 1),
+                    rng(s.worker[p], W_IDLE, W_UNLOCK)), name="queue!wf"))))
+        if SIMPLE in self.roles:
+            by_role.append(z3.Implies(s.role == SIMPLE, z3.And(
+                0 <= s.rr, s.rr < s.Q,
+                self.each("msg", s.n, lambda m: z3.And(rng(s.srv[m], S_READY, S_DLQ_CLI), rng(s.held[m], 0, 1),
+                                                       s.dl[m] >= 0), name="msg!wf2"),
+                self.each("thread", s.T, lambda x: z3.And(rng(s.op[x], OP_NONE, OP_CID), s.reqs[x] >= 0,
+                                                          z3.Implies(s.op[x] != OP_NONE, z3.Implies(s.op[x] != OP_RECEIVE, self._msg(s, s.cm[x])))),
+                          name="thread!wf"))))
         return z3.And(
             s.n >= 0, s.Q >= 1, s.T >= 0,
             s.maxa >= 1, s.maxs >= 1, s.thr_c >= 1, s.thr_b >= 1, s.batch >= 1,
             z3.Or([s.role == r for r in self.roles]),
             self.each("msg", s.n, lambda m: z3.And(0 <= s.mq[m], s.mq[m] < s.Q), name="msg!wf"),
+            *by_role,
         )
 
     def init(self, s):
@@ -706,22 +731,49 @@ class OrderedConsumptionEncoding(Encoding):
         return out
 
     def readable(self, m, s):
+        """A CTI state: sizes, limits, and the messages / queues / threads the
+        z3 model singles out (the indices its array interpretations mention,
+        else the first few), with enum names."""
+        from .ordered_consumption import CLI_NAMES, MTYPES, OP_NAMES, P_PHASES, RESULTS, SRV_NAMES, WORKER_NAMES
+
         ev = lambda e: m.eval(e, model_completion=True).as_long()
+        name = lambda names, v: names[v] if 0 <= v < len(names) else v
         role = ev(s.role)
         n, Q, T = ev(s.n), ev(s.Q), ev(s.T)
-        view: dict[str, Any] = {"role": ROLE_NAMES[role] if 0 <= role < len(ROLE_NAMES) else role,
-                                "max_attempts": ev(s.maxa), "max_send_attempts": ev(s.maxs)}
-        show = lambda k: range(max(0, min(k, 6)))
+
+        def shown(fields, size):
+            idx: set[int] = set()
+            for f in fields:
+                val = m.eval(s[f], model_completion=True)
+                while z3.is_store(val):
+                    k = val.arg(1)
+                    if z3.is_int_value(k):
+                        idx.add(k.as_long())
+                    val = val.arg(0)
+                interp = m[val.decl()] if z3.is_app(val) and val.num_args() == 0 and val.decl() in m.decls() else None
+                if isinstance(interp, z3.FuncInterp):
+                    idx.update(e[0].as_long() for e in interp.as_list()[:-1] if z3.is_int_value(e[0]))
+            picked = sorted(k for k in idx if 0 <= k < size)[:8]
+            return picked or list(range(min(size, 3)))
+
+        view: dict[str, Any] = {"role": name(ROLE_NAMES, role), "max_attempts": ev(s.maxa)}
         if role == PRODUCER:
-            view.update({f: ev(s[f]) for f in ("phase", "mtype", "group", "sent", "queue", "backoff", "elapsed", "result", "cur")})
-            view["queues"] = Q
+            view.update({"max_send_attempts": ev(s.maxs), "queues": Q, "phase": name(P_PHASES, ev(s.phase)),
+                         "type": name(MTYPES, ev(s.mtype)), "group": ev(s.group), "requests": ev(s.sent),
+                         "queue": ev(s.queue), "backoff": ev(s.backoff), "waited": ev(s.elapsed),
+                         "result": name(RESULTS, ev(s.result)), "cursor": ev(s.cur)})
         elif role == SIMPLE:
-            view.update({"messages": n, "queues": Q, "threads": T, "rr": ev(s.rr),
-                         "msgs": [{"queue": ev(s.mq[k]), "srv": ev(s.srv[k]), "attempt": ev(s.dl[k]), "held": ev(s.held[k])} for k in show(n)],
-                         "calls": [(ev(s.op[k]), ev(s.cm[k]), ev(s.reqs[k])) for k in show(T)]})
+            view.update({"messages": n, "queues": Q, "threads": T, "next_queue": ev(s.rr),
+                         "msgs": {k: {"queue": ev(s.mq[k]), "server": name(SRV_NAMES, ev(s.srv[k])), "attempt": ev(s.dl[k]),
+                                      "held": ev(s.held[k])} for k in shown(("srv", "dl", "held"), n)},
+                         "calls": {k: {"op": name(OP_NAMES, ev(s.op[k])), "message": ev(s.cm[k]), "requests": ev(s.reqs[k])}
+                                   for k in shown(("op", "cm", "reqs"), T)}})
         else:
             view.update({"messages": n, "queues": Q,
-                         "msgs": [{"queue": ev(s.mq[k]), "srv": ev(s.srv[k]), "attempt": ev(s.dl[k]), "cli": ev(s.cli[k]),
-                                   "cached": ev(s.inc[k]), "consumed": ev(s.cons[k])} for k in show(n)],
-                         "pqs": [(ev(s.waiting[k]), ev(s.notified[k]), ev(s.locked[k]), ev(s.worker[k])) for k in show(Q)]})
+                         "msgs": {k: {"queue": ev(s.mq[k]), "server": name(SRV_NAMES, ev(s.srv[k])), "attempt": ev(s.dl[k]),
+                                      "client": name(CLI_NAMES, ev(s.cli[k])), "cached": ev(s.inc[k]), "consumed": ev(s.cons[k])}
+                                  for k in shown(("srv", "dl", "cli", "inc", "cons"), n)},
+                         "process_queues": {k: {"waiting": ev(s.waiting[k]), "notified": ev(s.notified[k]),
+                                                "locked": ev(s.locked[k]), "worker": name(WORKER_NAMES, ev(s.worker[k]))}
+                                            for k in shown(("waiting", "notified", "locked", "worker"), Q)}})
         return view
