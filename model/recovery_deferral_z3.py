@@ -136,6 +136,7 @@ class RecoveryDeferralEncoding(Encoding):
         self.c = self.model.config
         self.sc = _Script()
         self.bound = None
+        self._m = self.model
         c = self.c
         # strengthening that holds for the reference switches (an upstream
         # switch that breaks a property breaks its proof, as it should)
@@ -152,6 +153,7 @@ class RecoveryDeferralEncoding(Encoding):
     # -- sizes -------------------------------------------------------------------------
     def bounds(self, model):
         m = model
+        self._m = model  # concrete mode reads the script's tables from it
         return {
             "producer": m.config.producers,
             "event": m.n_events,
@@ -224,116 +226,183 @@ class RecoveryDeferralEncoding(Encoding):
         )
 
     # -- actions ----------------------------------------------------------------------------
+    # In concrete mode (a bound is active: BMC, cross-check) every index a
+    # relation uses (producer, queue, event, context, callback, request id) is
+    # case-split into concrete values and the script's tables are read from the
+    # model: array selects at constant indices are what z3 decides fastest.
+    # The ghosts are left unchanged there (only the unbounded proofs read them).
+
+    def _case(self, term, rng, body):
+        if self.bound is None:
+            return body(term)
+        return z3.Or([z3.And(term == v, body(v)) for v in rng] or [z3.BoolVal(False)])
+
+    def _tab(self, name, e):
+        """A script table at event (or callback) ``e``."""
+        if isinstance(e, int):
+            m = self._m
+            v = {"prod": lambda: m.ev[e][0], "pos": lambda: m.script[m.ev[e][0]].index(e), "match": lambda: m.ev_match[e],
+                 "err": lambda: m.ev_error[e], "rec": lambda: m.ev_rec[e], "ctxf": lambda: m.ev_ctx_full[e],
+                 "ord": lambda: m.ev_ordered[e], "queue": lambda: m.ev_queues[e][0], "any": lambda: self._any(m, e),
+                 "isup": lambda: m.is_up[e], "ectx": lambda: m.ev_ctx[e]}[name]()
+            return z3.BoolVal(v) if isinstance(v, bool) else z3.IntVal(v)
+        if name == "ectx":
+            return self._ectx(e)
+        return getattr(self.sc, name)[e]
+
+    def _ctxof(self, p, r):
+        if isinstance(p, int) and isinstance(r, int):
+            return z3.IntVal(self._m.ctx(p, r))
+        return self.sc.ctx(p, r)
+
+    @property
+    def _ghosts(self):
+        return self.bound is None
+
     def _count(self, s, e):
         """Count event e's task now (tracker +1, entry, ghost bijection)."""
-        x = self._ectx(e)
+        x = self._tab("ectx", e)
         n = s.pending[x]
-        return dict(
-            pending=z3.Store(s.pending, x, n + 1),
-            entries=z3.Store(s.entries, x, True),
-            gslot=z3.Store(s.gslot, e, n),
-            owner=z3.Store(s.owner, x, z3.Store(s.owner[x], n, e)),
-        )
+        out = dict(pending=z3.Store(s.pending, x, n + 1), entries=z3.Store(s.entries, x, True))
+        if self._ghosts:
+            out.update(gslot=z3.Store(s.gslot, e, n), owner=z3.Store(s.owner, x, z3.Store(s.owner[x], n, e)))
+        return out
 
     def _ifd(self, cond, a: dict, b: dict, s):
         """Field-wise If of two change sets."""
         keys = set(a) | set(b)
         return {k: z3.If(cond, a.get(k, getattr(s, k)), b.get(k, getattr(s, k))) for k in keys}
 
+    def _sizes(self):
+        b = self.bound or {}
+        R = self._m.config.recoveries if self.bound is not None else 0
+        return (range(b.get("producer", 0)), range(b.get("queue", 0)), range(b.get("event", 0)),
+                range(b.get("callback", 0)), range(R + 1))
+
     def actions(self):
         c, sc = self.c, self.sc
+        Ps, Qs, Es, Ks, Rs = self._sizes()
+        T = self._tab
 
         def feed(s, t, p, q):
-            e = sc.script(p, s.fed[p])
-            pre = z3.And(s.slot == -1, 0 <= p, p < sc.P, s.fed[p] < sc.slen[p], sc.rec[e] <= s.rec[p])
-            common = dict(fed=z3.Store(s.fed, p, s.fed[p] + 1), arr=z3.Store(s.arr, e, s.clock), clock=s.clock + 1)
+            def at_p(p):
+                return z3.And(s.slot == -1, 0 <= p, p < sc.P, s.fed[p] < sc.slen[p],
+                              self._case(sc.script(p, s.fed[p]), Es, lambda e: feed_e(p, e)))
 
-            def outcome(st, **more):
-                return self._upd(s, t, status=z3.Store(s.status, e, st), **common, **more)
+            def feed_e(p, e):
+                pre = T("rec", e) <= s.rec[p]
+                common = dict(fed=z3.Store(s.fed, p, s.fed[p] + 1))
+                if self._ghosts:
+                    common.update(arr=z3.Store(s.arr, e, s.clock), clock=s.clock + 1)
+                else:
+                    common.update(arr=z3.If(T("ord", e), z3.Store(s.arr, e, s.clock), s.arr), clock=s.clock + 1)
 
-            feedrun = outcome(FEEDRUN)
-            if not c.enabled:
-                return z3.And(pre, feedrun)
-            sync = sc.err[e] if not c.handle_errors_async else z3.BoolVal(False)
-            valid_q = z3.And(0 <= q, q < sc.Q, z3.Or(sc.any[e], q == sc.queue[e]))
-            full = s.qt[q] - s.qh[q] >= sc.QS
-            enq = dict(
-                qbuf=z3.Store(s.qbuf, q, z3.Store(s.qbuf[q], s.qt[q], e)),
-                qt=z3.Store(s.qt, q, s.qt[q] + 1),
-                inbl=z3.If(sc.ord[e], z3.Store(s.inbl, e, True), s.inbl),
-                where=z3.Store(s.where, e, q),
-                at=z3.Store(s.at, e, s.qt[q]),
-            )
-            if c.count_before_enqueue:
-                counted = self._count(s, e)
-            else:
-                counted = dict(slot=e)
-            if c.track_error_tasks:
-                enq.update(counted)
-            else:
-                enq.update(self._ifd(sc.err[e], {}, counted, s))
-            alts = [z3.And(valid_q, z3.Not(full), outcome(QUEUED, **enq))]
-            if c.on_queue_full is OnQueueFull.DROP:
-                alts.append(z3.And(valid_q, full, outcome(DROPPED)))
-            elif c.on_queue_full is OnQueueFull.CALLER_RUNS:
-                alts.append(z3.And(valid_q, full, outcome(FEEDRUN)))
-            if c.index_mod is IndexMod.JAVA_REMAINDER:
-                alts.append(z3.And(sc.any[e], q == -1, outcome(DROPPED)))
-            return z3.And(pre, z3.Or(z3.And(sync, feedrun), z3.And(z3.Not(sync), z3.Or(alts))))
+                def outcome(st, **more):
+                    return self._upd(s, t, status=z3.Store(s.status, e, st), **common, **more)
+
+                feedrun = outcome(FEEDRUN)
+                if not c.enabled:
+                    return z3.And(pre, feedrun)
+                sync = T("err", e) if not c.handle_errors_async else z3.BoolVal(False)
+
+                def at_q(q):
+                    valid_q = z3.And(0 <= q, q < sc.Q, z3.Or(T("any", e), q == T("queue", e)))
+                    full = s.qt[q] - s.qh[q] >= sc.QS
+                    enq = dict(
+                        qbuf=z3.Store(s.qbuf, q, z3.Store(s.qbuf[q], s.qt[q], e)),
+                        qt=z3.Store(s.qt, q, s.qt[q] + 1),
+                        inbl=z3.If(T("ord", e), z3.Store(s.inbl, e, True), s.inbl),
+                    )
+                    if self._ghosts:
+                        enq.update(where=z3.Store(s.where, e, q), at=z3.Store(s.at, e, s.qt[q]))
+                    counted = self._count(s, e) if c.count_before_enqueue else dict(slot=z3.IntVal(e) if isinstance(e, int) else e)
+                    if c.track_error_tasks:
+                        enq.update(counted)
+                    else:
+                        enq.update(self._ifd(T("err", e), {}, counted, s))
+                    alts = [z3.And(z3.Not(full), outcome(QUEUED, **enq))]
+                    if c.on_queue_full is OnQueueFull.DROP:
+                        alts.append(z3.And(full, outcome(DROPPED)))
+                    elif c.on_queue_full is OnQueueFull.CALLER_RUNS:
+                        alts.append(z3.And(full, outcome(FEEDRUN)))
+                    return z3.And(valid_q, z3.Or(alts))
+
+                alts = [self._case(q, Qs, at_q)]
+                if c.index_mod is IndexMod.JAVA_REMAINDER:
+                    alts.append(z3.And(T("any", e), q == -1, outcome(DROPPED)))
+                return z3.And(pre, z3.Or(z3.And(sync, feedrun), z3.And(z3.Not(sync), z3.Or(alts))))
+
+            return self._case(p, Ps, at_p)
 
         def track(s, t):
-            return z3.And(s.slot != -1, self._upd(s, t, slot=z3.IntVal(-1), **self._count(s, s.slot)))
+            return z3.And(s.slot != -1, self._case(s.slot, Es, lambda e: self._upd(s, t, slot=z3.IntVal(-1), **self._count(s, e))))
 
         def run(s, t, q):
-            e = s.qbuf[q][s.qh[q]]
-            return z3.And(
-                0 <= q, q < sc.Q, s.running[q] == -1, s.qt[q] > s.qh[q], s.nbusy < sc.W,
-                self._upd(s, t, qh=z3.Store(s.qh, q, s.qh[q] + 1), running=z3.Store(s.running, q, e),
-                          status=z3.Store(s.status, e, RUNNING), nbusy=s.nbusy + 1,
-                          inbl=z3.If(sc.ord[e], z3.Store(s.inbl, e, False), s.inbl)),
-            )
+            def at_q(q):
+                def with_e(e):
+                    return self._upd(s, t, qh=z3.Store(s.qh, q, s.qh[q] + 1), running=z3.Store(s.running, q, e),
+                                     status=z3.Store(s.status, e, RUNNING), nbusy=s.nbusy + 1,
+                                     inbl=z3.If(T("ord", e), z3.Store(s.inbl, e, False), s.inbl))
+
+                return z3.And(0 <= q, q < sc.Q, s.running[q] == -1, s.qt[q] > s.qh[q], s.nbusy < sc.W,
+                              self._case(s.qbuf[q][s.qh[q]], Es, with_e))
+
+            return self._case(q, Qs, at_q)
 
         def done(s, t, q):
-            e = s.running[q]
-            x = self._ectx(e)
-            dec = z3.And(x >= 0, s.entries[x])
-            n = s.pending[x]
-            last, j = s.owner[x][n - 1], s.gslot[e]
-            return z3.And(
-                0 <= q, q < sc.Q, e != -1,
-                self._upd(s, t, running=z3.Store(s.running, q, -1), status=z3.Store(s.status, e, DONE), nbusy=s.nbusy - 1,
-                          pending=z3.If(dec, z3.Store(s.pending, x, n - 1), s.pending),
-                          owner=z3.If(dec, z3.Store(s.owner, x, z3.Store(s.owner[x], j, last)), s.owner),
-                          gslot=z3.If(dec, z3.Store(s.gslot, last, j), s.gslot)),
-            )
+            def at_q(q):
+                def with_e(e):
+                    x = T("ectx", e)
+                    dec = z3.And(x >= 0, s.entries[x])
+                    n = s.pending[x]
+                    ch = dict(running=z3.Store(s.running, q, -1), status=z3.Store(s.status, e, DONE), nbusy=s.nbusy - 1,
+                              pending=z3.If(dec, z3.Store(s.pending, x, n - 1), s.pending))
+                    if self._ghosts:
+                        last, j = s.owner[x][n - 1], s.gslot[e]
+                        ch.update(owner=z3.If(dec, z3.Store(s.owner, x, z3.Store(s.owner[x], j, last)), s.owner),
+                                  gslot=z3.If(dec, z3.Store(s.gslot, last, j), s.gslot))
+                    return self._upd(s, t, **ch)
+
+                return z3.And(0 <= q, q < sc.Q, s.running[q] != -1, self._case(s.running[q], Es, with_e))
+
+            return self._case(q, Qs, at_q)
 
         def recover(s, t, p):
-            return z3.And(
+            return self._case(p, Ps, lambda p: z3.And(
                 0 <= p, p < sc.P, s.rec[p] < sc.R,
-                self._upd(s, t, rec=z3.Store(s.rec, p, s.rec[p] + 1), notes=z3.Store(s.notes, p, z3.K(I, z3.IntVal(NOT_SENT)))),
-            )
+                self._upd(s, t, rec=z3.Store(s.rec, p, s.rec[p] + 1), notes=z3.Store(s.notes, p, z3.K(I, z3.IntVal(NOT_SENT))))))
 
         def remap(row, frm, to):
+            f = lambda k: z3.If(z3.Or([row[k] == v for v in frm]), to, row[k])
+            if self.bound is not None:  # concrete: no lambda (a quantifier to z3)
+                for k in Ks:
+                    row = z3.Store(row, k, f(z3.IntVal(k)))
+                return row
             k = z3.Int("rd!k")
-            return z3.Lambda([k], z3.If(z3.Or([row[k] == v for v in frm]), to, row[k]))
+            return z3.Lambda([k], f(k))
 
         def status(s, t, p, k):
-            r = s.rec[p]
-            up = sc.isup[k]
+            return self._case(p, Ps, lambda p: self._case(k, Ks, lambda k: self._case(s.rec[p], Rs, lambda r: status_at(s, t, p, k, r))))
+
+        def status_at(s, t, p, k, r):
+            up = T("isup", k)
             pre = [0 <= p, p < sc.P, 0 <= k, k < sc.K, s.notes[p][k] == NOT_SENT]
             if not c.callbacks_without_recovery:
                 pre.append(r != 0)
             if c.up_after_events:
-                x = sc.ctx(p, r)
-                unfed = self.some("event", sc.N, lambda e: z3.And(sc.prod[e] == p, sc.ctxf[e] == x, s.status[e] == UNFED), name="st!e")
+                x = self._ctxof(p, r)
+                if self.bound is None:
+                    unfed = self.some("event", sc.N, lambda e: z3.And(sc.prod[e] == p, sc.ctxf[e] == x, s.status[e] == UNFED), name="st!e")
+                else:
+                    m = self._m
+                    unfed = z3.Or([z3.And(x == m.ev_ctx_full[e], s.status[e] == UNFED) for e in m.script[p]] or [z3.BoolVal(False)])
                 pre.append(z3.Implies(z3.And(up, r > 0), z3.And(s.slot == -1, z3.Not(unfed))))
             row = s.notes[p]
             setrow = lambda nr: z3.Store(s.notes, p, nr)
             if not c.enabled:
                 return z3.And(pre + [self._upd(s, t, notes=setrow(z3.Store(row, k, DELIVERED)))])
             mark = CANCELLED if c.down_cancels_deferred_up else STALE
-            down_row = remap(row, (PENDING, STALE), mark)
-            down = self._upd(s, t, notes=setrow(z3.Store(down_row, k, DELIVERED)))
+            down = self._upd(s, t, notes=setrow(z3.Store(remap(row, (PENDING, STALE), mark), k, DELIVERED)))
             noctx_v = LOST if c.no_context_producer_up is NoContextProducerUp.DROP else DELIVERED
             noctx = self._upd(s, t, notes=setrow(z3.Store(row, k, noctx_v)))
             drow = remap(row, (PENDING, STALE), LOST) if c.replace_deferred else row
@@ -341,21 +410,27 @@ class RecoveryDeferralEncoding(Encoding):
             return z3.And(pre + [z3.If(z3.Not(up), down, z3.If(r == 0, noctx, deferred))])
 
         def poll(s, t, p, k):
-            x = sc.ctx(p, s.rec[p])
+            return self._case(p, Ps, lambda p: self._case(k, Ks, lambda k: self._case(s.rec[p], Rs, lambda r: poll_at(s, t, p, k, r))))
+
+        def poll_at(s, t, p, k, r):
+            x = self._ctxof(p, r)
             v = s.notes[p][k]
             pre = z3.And(z3.Not(s.shas), 0 <= p, p < sc.P, 0 <= k, k < sc.K, z3.Or(v == PENDING, v == STALE))
             setk = lambda val: z3.Store(s.notes, p, z3.Store(s.notes[p], k, val))
             if c.poll_then_deliver:
-                zero = self._upd(s, t, notes=setk(DUE), shas=z3.BoolVal(True), sp=p, sr=s.rec[p], sk=k)
+                zero = self._upd(s, t, notes=setk(DUE), shas=z3.BoolVal(True), sp=z3.IntVal(p) if isinstance(p, int) else p,
+                                 sr=s.rec[p], sk=z3.IntVal(k) if isinstance(k, int) else k)
             else:
                 zero = self._upd(s, t, notes=setk(DELIVERED))
             return z3.And(pre, z3.If(s.pending[x] != 0, self._upd(s, t), zero))
 
         def deliver(s, t):
-            p, r, k = s.sp, s.sr, s.sk
-            ok = z3.And(s.rec[p] == r, s.notes[p][k] == DUE)
-            n2 = z3.If(ok, z3.Store(s.notes, p, z3.Store(s.notes[p], k, DELIVERED)), s.notes)
-            return z3.And(s.shas, self._upd(s, t, notes=n2, shas=z3.BoolVal(False)))
+            def at(p, r, k):
+                ok = z3.And(s.rec[p] == r, s.notes[p][k] == DUE)
+                n2 = z3.If(ok, z3.Store(s.notes, p, z3.Store(s.notes[p], k, DELIVERED)), s.notes)
+                return self._upd(s, t, notes=n2, shas=z3.BoolVal(False))
+
+            return z3.And(s.shas, self._case(s.sp, Ps, lambda p: self._case(s.sr, Rs, lambda r: self._case(s.sk, Ks, lambda k: at(p, r, k)))))
 
         return [
             SymAction("feed", [("p", I), ("q", I)], feed),
