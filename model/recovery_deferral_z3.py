@@ -124,6 +124,9 @@ class S:
 
 
 FIELDS = [f.name for f in fields(S) if f.name != "sc"]
+GHOSTS = ("where", "at", "gslot", "owner")
+#: the fields concrete mode constrains (the proof-only ghosts are left free there)
+REAL = [f for f in FIELDS if f not in GHOSTS]
 
 
 class RecoveryDeferralEncoding(Encoding):
@@ -176,7 +179,8 @@ class RecoveryDeferralEncoding(Encoding):
 
     # -- helpers ---------------------------------------------------------------------------
     def _upd(self, s, t, **ch):
-        return z3.And([getattr(t, f) == ch.get(f, getattr(s, f)) for f in FIELDS])
+        fs = FIELDS if self._ghosts else REAL
+        return z3.And([getattr(t, f) == ch.get(f, getattr(s, f)) for f in fs])
 
     def _ectx(self, e):
         """The context the tracker counts event e under (-1: untracked, DEV-010)."""
