@@ -17,6 +17,8 @@ Engines:
 * ``stress``    : the real-thread workload (publishers, connections, priorities,
                   browsers, flow toggling): nothing lost, nothing acquired twice,
                   browsers saw everything, no stall;
+* ``schedules`` : the same workload under the deterministic scheduler, one
+                  seeded interleaving after another (random and PCT);
 * ``linearizability``: concurrent node-list histories on real threads checked
                   against the sequential specification.
 """
@@ -42,6 +44,9 @@ class Mutant:
     bug: str
     kind: str
     patches: tuple[tuple[Any, str, Callable[..., Any]], ...]
+    #: non-empty: why no run of this implementation can tell the mutant apart
+    #: (an equivalent mutant is reported, not counted as a survivor)
+    equivalent: str = ""
 
     @contextlib.contextmanager
     def applied(self) -> Iterator[None]:
@@ -298,7 +303,15 @@ MUTANTS: dict[str, Mutant] = {
         Mutant("double-acquire", "acquisition neither skips nor re-checks entries other consumers acquired", "double acquisition",
                ((Q, "_attempt_delivery", _acquire_without_check),)),
         Mutant("no-notify-others", "a consumer that found nothing while messages remain does not pass the wake-up on", "lost wake-up",
-               ((Q, "_notify_other_consumers", _no_notify_others),)),
+               ((Q, "_notify_other_consumers", _no_notify_others),),
+               equivalent="in this implementation an acquiring consumer finds nothing while messages remain only "
+                          "when a higher-priority consumer wants work, and that consumer was notified when it "
+                          "became desired (set_notify_work_desired, add_credit); a consumer removed mid-pull is "
+                          "handed over by remove_consumer itself.  The model shows the rule is needed where removal "
+                          "hands over only NOTIFIED consumers (spec/consumer-lists.md)."),
+        Mutant("notify-without-work", "notifyConsumer does not check that the consumer has a message it may take "
+               "(spurious wake-ups on resume, credit and hand-over)", "notification choice",
+               ((Q, "_has_work_for", lambda self, c: True),)),
         Mutant("uninterest-no-handover", "a consumer losing interest does not let a lower-priority one take its work", "priority / lost wake-up",
                ((Q, "set_notify_work_desired", _set_desired_no_handover),)),
         Mutant("remove-no-handover", "removing a notified consumer drops its wake-up (upstream behaviour)", "lost wake-up",
@@ -347,12 +360,15 @@ def _checker(config: str, *, record: bool = False):
     from .checker import Checker
     from .views import conformance_model
 
-    model = conformance_model("consumer-lists", config)
+    model = conformance_model("consumer-lists", config, {"env_budget": ENV_BUDGET})
     return Checker(model, InProcess(_driver_cls()), record=record), model
 
 
 #: configurations the trace engines run on: together they enable every action
-TRACE_CONFIGS = ("small", "reference", "held", "dynamic")
+#: (held messages, consumers joining, both suspension reasons, equal priorities)
+TRACE_CONFIGS = ("small", "reference", "held", "dynamic", "reasons", "same-priority")
+#: environment steps (credit, suspend/resume, release, removal) per run
+ENV_BUDGET = 2
 
 
 _LEAF_PATHS: dict[str, list[list[tuple]]] = {}
@@ -442,6 +458,42 @@ def engine_stress(budget: float) -> Detection:
     return Detection(False, time.perf_counter() - t0, "9,000 messages, all checks pass")
 
 
+def engine_schedules(budget: float, seeds: int = 300) -> Detection:
+    """Seeded interleavings of the whole chain under the implementation's
+    deterministic scheduler (random and PCT strategies alternating): the
+    same workload checks as ``stress``, but every interleaving point is
+    decided by the seed, so races the GIL hides on real threads show up, and
+    a failing seed replays exactly."""
+    from conq.impl.scheduling import DeterministicScheduler
+    from conq.impl.workload import ConsumerSpec, run_workload
+
+    mixed = [
+        [ConsumerSpec(priority=10, credit_window=2), ConsumerSpec(priority=5)],
+        [ConsumerSpec(acquires=False), ConsumerSpec(priority=5, credit_window=1)],
+        [ConsumerSpec(priority=1), ConsumerSpec(acquires=False, credit_window=3)],
+    ]
+    shapes = [
+        (mixed, dict(publishers=2, messages_per_publisher=6, io_threads=2, flow_toggles=4, browse_phase_messages=2)),
+        ([[ConsumerSpec()]], dict(publishers=1, messages_per_publisher=6, io_threads=1, flow_toggles=0, browse_phase_messages=0)),
+        ([[ConsumerSpec(priority=5), ConsumerSpec(priority=5)], [ConsumerSpec(priority=1, credit_window=1)]],
+         dict(publishers=2, messages_per_publisher=4, io_threads=2, flow_toggles=2, browse_phase_messages=0)),
+    ]
+    t0 = time.perf_counter()
+    for seed in range(seeds):
+        strategy = "pct" if seed % 2 else "random"
+        conns, kw = shapes[seed % len(shapes)]
+        sched = DeterministicScheduler(seed, strategy=strategy, pct_steps=400)
+        try:
+            run_workload(sched=sched, connections=conns, seed=seed, batch=2, **kw)
+        except Exception as e:
+            cause = e.__cause__ or e
+            return Detection(True, time.perf_counter() - t0,
+                             f"seed {seed} ({strategy}): {type(cause).__name__}: {str(cause).splitlines()[0] if str(cause) else ''}")
+        if time.perf_counter() - t0 > budget:
+            return Detection(False, time.perf_counter() - t0, f"time budget spent after {seed + 1} schedules")
+    return Detection(False, time.perf_counter() - t0, f"{seeds} schedules pass every check")
+
+
 def engine_linearizability(budget: float) -> Detection:
     from .linearizability import check_node_list
 
@@ -457,15 +509,18 @@ ENGINES: dict[str, Callable[[float], Detection]] = {
     "random": engine_random,
     "hypothesis": engine_hypothesis,
     "stress": engine_stress,
+    "schedules": engine_schedules,
     "linearizability": engine_linearizability,
 }
 
 
 def run_catalog(names: list[str] | None = None, engines: list[str] | None = None, *, budget: float = 60.0,
+                first_kill: bool = False,
                 on_cell: Callable[[str, str, Detection], None] | None = None) -> dict[str, dict[str, Detection]]:
     """The kill matrix: mutant -> engine -> detection.  Row ``(reference)``
     runs every engine on the unmutated implementation: it must pass them all,
-    or a kill proves nothing."""
+    or a kill proves nothing.  ``first_kill``: stop at a mutant's first killing
+    engine (engines run in the order given: cheapest first by default)."""
     matrix: dict[str, dict[str, Detection]] = {}
     rows: list[tuple[str, Mutant | None]] = [("(reference)", None)] + [(n, MUTANTS[n]) for n in (names or MUTANTS)]
     for name, mutant in rows:
@@ -480,4 +535,6 @@ def run_catalog(names: list[str] | None = None, engines: list[str] | None = None
             matrix[name][ename] = det
             if on_cell:
                 on_cell(name, ename, det)
+            if first_kill and mutant is not None and det.killed:
+                break
     return matrix

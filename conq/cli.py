@@ -508,13 +508,15 @@ def mutants(
         names = engines or list(ENGINES)
         ref = matrix.pop("(reference)")
         false_alarms = [e for e, d in ref.items() if d.killed]
-        survivors = [m for m, row in matrix.items() if not any(d.killed for d in row.values())]
+        equivalent = [m for m in matrix if MUTANTS[m].equivalent]
+        survivors = [m for m, row in matrix.items() if not any(d.killed for d in row.values()) and m not in equivalent]
         if json_out:
             _emit_json({
                 "reference": {e: vars(d) for e, d in ref.items()},
                 "mutants": {m: {"bug": MUTANTS[m].bug, "kind": MUTANTS[m].kind,
                                 "engines": {e: vars(d) for e, d in row.items()}} for m, row in matrix.items()},
-                "killed": len(matrix) - len(survivors), "total": len(matrix), "survivors": survivors,
+                "killed": sum(1 for m, row in matrix.items() if any(d.killed for d in row.values())),
+                "total": len(matrix) - len(equivalent), "equivalent": equivalent, "survivors": survivors,
                 "false_alarms": false_alarms,
             })
         else:
@@ -525,9 +527,15 @@ def mutants(
                 table.add_column(e, justify="right")
             table.add_row("(reference)", "", *[("[red]FALSE ALARM[/]" if ref[e].killed else "[green]passes[/]") for e in names])
             for m, row in matrix.items():
-                table.add_row(m, MUTANTS[m].kind, *[(f"[green]{row[e].seconds:.1f}[/]" if row[e].killed else "[red]-[/]") for e in names])
+                miss = "[dim]-[/]" if m in equivalent else "[red]-[/]"
+                table.add_row(m + (" (equivalent)" if m in equivalent else ""), MUTANTS[m].kind,
+                              *[(f"[green]{row[e].seconds:.1f}[/]" if row[e].killed else miss) for e in names])
             out.print(table)
-            out.print(f"killed {len(matrix) - len(survivors)}/{len(matrix)}" + (f"; survivors: {', '.join(survivors)}" if survivors else ""))
+            counted = len(matrix) - len(equivalent)
+            out.print(f"killed {counted - len(survivors)}/{counted}" + (f"; survivors: {', '.join(survivors)}" if survivors else "")
+                      + (f"; equivalent (not counted): {', '.join(equivalent)}" if equivalent else ""))
+            for m in equivalent:
+                out.print(f"{m} is equivalent: {MUTANTS[m].equivalent}", markup=False)
             for e in false_alarms:
                 out.print(f"[red]the reference fails engine {e}:[/] {ref[e].detail}", markup=True)
             for m, row in matrix.items():

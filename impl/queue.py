@@ -521,8 +521,17 @@ class Queue:
         return nxt
 
     def _peek_browsable_locked(self, b: QueueConsumer) -> MessageEntry | None:
-        if b._reoffer:
-            return b._reoffer[min(b._reoffer)]
+        while b._reoffer:
+            # Re-offered messages (released or un-held after the browser passed them) are shown
+            # only while available: one acquired again goes back to waiting for its release.
+            first = b._reoffer[min(b._reoffer)]
+            if first.state is _AVAILABLE:
+                return first
+            del b._reoffer[first.id]
+            if first.state is _ACQUIRED:
+                b._skipped_acquired[first.id] = first
+            elif first.state is _HELD:
+                b._skipped_held[first.id] = first
         cur = b._last_seen
         assert cur is not None
         nxt = cur.next
