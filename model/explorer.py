@@ -365,8 +365,9 @@ def _check_leads_to(ex: Exploration, p: Property, via, path_to) -> Verdict:
     """``P ~> Q`` under weak fairness of the model's fairness classes.
 
     Violated iff some reachable P-state that is not a Q-state can reach,
-    through not-Q states only, either a state with no successors at all (the
-    run ends without reaching Q) or a *fair* strongly connected component of
+    through not-Q states only, either a state in which no fair step is enabled
+    (no successors at all, or only steps the environment may never take: the
+    run may end there without reaching Q) or a *fair* strongly connected component of
     the not-Q subgraph.  A component is fair iff, for every fairness class,
     the class is taken on an edge inside it or is disabled in one of its
     states (a weakly fair scheduler may then loop in it forever): for weak
@@ -406,6 +407,11 @@ def _check_leads_to(ex: Exploration, p: Property, via, path_to) -> Verdict:
         if nq and not has_succ[idx]:
             bad.add(idx)
             reason[idx] = "deadlock: no step is enabled and the goal was never reached"
+        elif nq and not out_classes.get(idx):
+            # Only unfair steps (the environment's) are enabled: nothing obliges any of them
+            # to happen, so a fair run may stop here for ever without reaching the goal.
+            bad.add(idx)
+            reason[idx] = "no fair step is enabled (only the environment could act) and the goal was never reached"
     for comp in nx.strongly_connected_components(g):
         if len(comp) == 1:
             (only,) = comp

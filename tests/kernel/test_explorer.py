@@ -88,14 +88,19 @@ def test_liveness_fair_cycle_found_with_lasso():
     assert {a[1] for a in v.cycle.actions()} == {0, 1}
 
 
-def test_liveness_unfair_cycle_is_not_a_violation():
-    # If abort were fair and add unfair, looping is excused: mark every class unfair.
-    m = model("aborting")
+def test_liveness_without_fairness_may_stop_anywhere():
+    # With no fair step at all, nothing obliges the system to move: a run may stop in any
+    # state, so "every client eventually finishes" fails even where a step is enabled.
+    m = model("atomic")
     m.fair = lambda a, o: None
-    assert explore(m).verdict("all-finish").status == "violated"  # nothing is forced: may stop anywhere
-    m2 = model("atomic")
-    m2.fair = lambda a, o: None  # no fairness at all: stopping is allowed, but stopping is a stutter, not deadlock
-    assert explore(m2).verdict("all-finish").status == "holds"
+    v = explore(m).verdict("all-finish")
+    assert v.status == "violated" and "no fair step is enabled" in v.detail
+
+
+def test_liveness_holds_when_only_unfair_steps_remain_after_the_goal():
+    # aborting is never forced: the fair cycle found above is the only way to fail
+    v = explore(model("aborting")).verdict("all-finish")
+    assert "fair cycle" in v.detail
 
 
 def test_state_bound_reports_incomplete():
