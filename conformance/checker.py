@@ -274,3 +274,29 @@ class Checker:
                 n = min(len(seq), 2 * n)
         result.minimised = seq
         return seq
+
+
+def check_recorded(model: Model, events: Iterable[Any]) -> Divergence | None:
+    """Offline verdict on a recorded trace: can the model produce these
+    observations for these actions?  (No implementation is run.)  None when it
+    can; else the first step where no consistent model state allows what was
+    recorded."""
+    current = list(dict.fromkeys(model.init_states()))
+    for n, e in enumerate(events, 1):
+        nxt: dict[Any, None] = {}
+        allowed: list[Any] = []
+        enabled = False
+        for s in current:
+            outs = model.step(s, e.action)
+            if not outs and e.observation == REJECTED:
+                nxt[s] = None
+            for o, t in outs:
+                enabled = True
+                if o not in allowed:
+                    allowed.append(o)
+                if o == e.observation:
+                    nxt[t] = None
+        if not nxt:
+            return Divergence(n, e.action, e.observation, allowed, "observation" if enabled else "not-enabled", candidates=len(current))
+        current = list(nxt)
+    return None

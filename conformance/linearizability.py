@@ -182,3 +182,79 @@ def check_node_list(make_list: Callable[[], Any], *, rounds: int = 100, seed: in
         if problems:
             return f"round {r}: {problems[0]}"
     return None
+
+
+# -- the queue's operations -------------------------------------------------------------------------
+
+
+def queue_spec(state: tuple[frozenset, frozenset], op: Op) -> tuple[bool, tuple[frozenset, frozenset]]:
+    """Sequential specification of the queue's message operations (one priority
+    level, unlimited credit, every consumer acquiring): ``enqueue`` makes a new
+    message available; ``pull`` takes an available message, or returns None only
+    when none is available; ``release`` makes an acquired message available again.
+    State: (available ids, acquired ids)."""
+    available, acquired = state
+    if op.kind == "enqueue":
+        mid = op.result
+        ok = mid not in available and mid not in acquired
+        return ok, (available | {mid}, acquired)
+    if op.kind == "pull":
+        if op.result is None:
+            return not available, state
+        return op.result in available, (available - {op.result}, acquired | {op.result})
+    if op.kind == "release":
+        return op.arg in acquired, (available | {op.arg}, acquired - {op.arg})
+    raise ValueError(f"no sequential meaning for queue operation {op.kind!r}")
+
+
+def record_queue_round(make_queue: Callable[[], Any], rng: random.Random, *, threads: int = 3,
+                       ops_per_thread: int = 10) -> list[Op]:
+    """Real threads enqueue, pull (deliver_single_message) and release on one
+    queue; each thread pulls with a consumer of its own."""
+    q = make_queue()
+    consumers = [q.add_consumer(f"t{t}") for t in range(threads)]
+    history: list[Op] = []
+    lock = threading.Lock()
+    barrier = threading.Barrier(threads)
+    plans = [[rng.choices(["enqueue", "pull", "release"], weights=[4, 4, 2])[0] for _ in range(ops_per_thread)]
+             for _ in range(threads)]
+
+    def worker(t: int) -> None:
+        mine: list[int] = []
+        barrier.wait()
+        for kind in plans[t]:
+            if kind == "release" and not mine:
+                kind = "pull"
+            arg = mine.pop(rng.randrange(len(mine))) if kind == "release" else None
+            inv = time.perf_counter_ns()
+            if kind == "enqueue":
+                result = q.enqueue()
+            elif kind == "pull":
+                result = q.deliver_single_message(consumers[t])
+                if result is not None:
+                    mine.append(result)
+            else:
+                result = q.release(arg)
+            res = time.perf_counter_ns()
+            with lock:
+                history.append(Op(t, kind, arg, result, inv, res))
+
+    ts = [threading.Thread(target=worker, args=(t,)) for t in range(threads)]
+    for th in ts:
+        th.start()
+    for th in ts:
+        th.join(timeout=30)
+        if th.is_alive():
+            raise TimeoutError("a queue worker thread hung for 30 s")
+    return history
+
+
+def check_queue(make_queue: Callable[[], Any], *, rounds: int = 100, seed: int = 0) -> str | None:
+    """None when every recorded round of queue operations is linearizable."""
+    rng = random.Random(seed)
+    for r in range(rounds):
+        ops = record_queue_round(make_queue, rng)
+        if linearize(ops, queue_spec, (frozenset(), frozenset())) is None:
+            lines = "\n".join(f"    t{o.thread} {o.kind}({o.arg}) -> {o.result} [{o.inv}..{o.res}]" for o in sorted(ops, key=lambda o: o.inv))
+            return f"round {r}: queue history not linearizable:\n{lines}"
+    return None

@@ -1,0 +1,98 @@
+"""The reference consumer-lists implementation held to the model: golden
+corpus, generated traces in every mode, the port protocol end to end,
+concurrent histories on real threads, and the mutation catalog."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from conq.conformance import corpus, mutants
+from conq.conformance.checker import check_recorded
+from conq.conformance.linearizability import check_node_list, check_queue
+from conq.conformance.suite import run_suite
+from conq.conformance.trace import read
+from conq.conformance.views import conformance_model
+from conq.impl.node_list import NodeList
+from conq.impl.queue import Queue
+
+CORPUS = Path(corpus.__file__).resolve().parent / "corpus"
+
+
+def test_golden_corpus_verdicts():
+    res, model = run_suite("consumer-lists", traces=0, corpus=CORPUS)
+    assert res.corpus >= 20 and res.corpus_ok == res.corpus, [f.describe(model) for f in res.failures]
+    expects = {read(p).expect for p in (CORPUS / "consumer-lists").glob("*.ndjson")}
+    assert expects == {"pass", "diverge"}
+
+
+def test_a_diverging_golden_trace_is_rejected_at_its_last_step():
+    tr = read(CORPUS / "consumer-lists" / "diverge-remove-no-handover.ndjson")
+    d = check_recorded(conformance_model("consumer-lists", None, tr.config), tr.events)
+    assert d is not None and d.step == len(tr.events) and d.action == ("remove_consumer", 0)
+    assert d.allowed == [(None, (1,))]
+
+
+@pytest.mark.parametrize("config", corpus.PASS_CONFIGS)
+@pytest.mark.parametrize("mode", ["random", "coverage"])
+def test_reference_conforms_on_generated_traces(config, mode):
+    res, model = run_suite("consumer-lists", config_name=config, overrides={"env_budget": 2}, traces=60, seed=7,
+                           length=40, mode=mode)
+    assert res.ok, "\n".join(f.describe(model) for f in res.failures)
+    assert res.steps > 60
+
+
+def test_reference_conforms_on_every_exhaustive_trace():
+    res, model = run_suite("consumer-lists", config_name="small", overrides={"env_budget": 2}, traces=10_000, length=8,
+                           mode="exhaustive")
+    assert res.ok, "\n".join(f.describe(model) for f in res.failures)
+    assert res.traces > 100
+
+
+def test_reference_conforms_through_the_port_protocol():
+    cmd = f"stdio:{sys.executable} -m conq.conformance.port"
+    res, model = run_suite("consumer-lists", impl_spec=cmd, config_name="reference", overrides={"env_budget": 2},
+                           traces=25, seed=3, length=40)
+    assert res.ok, "\n".join(f.describe(model) for f in res.failures)
+    assert res.impl.startswith("stdio:")
+
+
+def test_a_mutant_is_caught_through_the_port_protocol_too(tmp_path):
+    # a port that runs the reference with one mutant applied, over stdio
+    port = tmp_path / "mutant_port.py"
+    port.write_text(
+        "import sys\n"
+        "from conq.conformance import mutants, port\n"
+        "with mutants.MUTANTS['remove-no-handover'].applied():\n"
+        "    sys.exit(port.main([]))\n"
+    )
+    res, model = run_suite("consumer-lists", impl_spec=f"stdio:{sys.executable} {port}", config_name="small",
+                           traces=80, seed=1, length=40)
+    assert not res.ok
+    f = res.failures[0]
+    assert f.result.divergence.kind in ("observation", "snapshot") and f.result.minimised
+
+
+def test_concurrent_histories_are_linearizable():
+    assert check_node_list(lambda: NodeList(scavenge_threshold=1), rounds=80, seed=11) is None
+    assert check_queue(lambda: Queue(record_events=False), rounds=40, seed=11) is None
+
+
+def test_linearizability_checks_can_fail():
+    with mutants.MUTANTS["node-list-unlinks-tail"].applied():
+        assert check_node_list(lambda: NodeList(scavenge_threshold=1), rounds=80, seed=11) is not None
+    with mutants.MUTANTS["double-acquire"].applied():
+        assert check_queue(lambda: Queue(record_events=False), rounds=40, seed=11) is not None
+
+
+@pytest.mark.slow
+def test_every_mutant_is_killed_and_the_reference_passes_every_engine():
+    order = ["random", "explorer", "hypothesis", "linearizability", "schedules", "stress"]
+    matrix = mutants.run_catalog(engines=order, budget=45, first_kill=True)
+    ref = matrix.pop("(reference)")
+    assert not [e for e, d in ref.items() if d.killed], {e: d.detail for e, d in ref.items() if d.killed}
+    survivors = [m for m, row in matrix.items() if not mutants.MUTANTS[m].equivalent and not any(d.killed for d in row.values())]
+    assert not survivors, survivors
+    assert len(matrix) >= 15
