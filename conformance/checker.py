@@ -229,7 +229,9 @@ class Checker:
         actions = self.model.actions
 
         def choose(current: list[Any], _n: int) -> tuple | None:
-            enabled = list(actions(current[0]))
+            # Any action some consistent state enables: where the implementation's state
+            # has it disabled, a definite rejection keeps the states that agree.
+            enabled = list(dict.fromkeys(a for s in current for a in actions(s)))
             return enabled[rng.randrange(len(enabled))] if enabled else None
 
         return self._run(seed, choose, length)

@@ -51,24 +51,50 @@ def random_walk(model: Model, seed: int, length: int, *, with_state: bool = Fals
     return tr
 
 
+class CoverageMemory(dict):
+    """What a coverage-guided generator has seen: visits per state, and the
+    first path that reached each state (so a later trace can go straight back
+    to the frontier of what has been explored)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.paths: dict[Any, tuple] = {}
+
+
 def coverage_guided(
-    model: Model, seed: int, length: int, seen: set[Any], *, with_state: bool = False
+    model: Model, seed: int, length: int, seen: CoverageMemory, *, with_state: bool = False
 ) -> Trace:
-    """A walk that prefers steps into states (and actions) not yet in ``seen``;
-    ``seen`` is updated, so successive calls spread over the state space."""
+    """A walk aimed at the unexplored: it first replays the path to a
+    *frontier* state (one with a successor never visited; the least visited
+    such state, ties broken by the seed), then goes on choosing the least
+    visited successor.  ``seen`` is updated, so successive traces spread over
+    the state space instead of retracing the likely paths."""
     rng = random.Random(seed)
     inits = model.init_states()
     state = inits[rng.randrange(len(inits))]
-    seen.add(state)
+    seen[state] = seen.get(state, 0) + 1
+    seen.paths.setdefault(state, ())
     tr = _trace(model, seed, {"mode": "coverage", "length": length})
+    frontier = [s for s in seen.paths if any(t not in seen for _, _, t in model.successors(s))]
+    prefix: tuple = ()
+    if frontier:
+        least = min(seen[s] for s in frontier)
+        target = sorted((s for s in frontier if seen[s] == least), key=repr)[rng.randrange(sum(1 for s in frontier if seen[s] == least))]
+        prefix = seen.paths[target][:length]
+    path: list = []
     for n in range(1, length + 1):
-        succ = model.successors(state)
-        if not succ:
-            break
-        fresh = [s for s in succ if s[2] not in seen or (s[0][0], s[1]) not in seen]
-        a, o, t = (fresh or succ)[rng.randrange(len(fresh or succ))]
-        seen.add(t)
-        seen.add((a[0], o))
+        if n <= len(prefix):
+            a, o, t = prefix[n - 1]
+        else:
+            succ = model.successors(state)
+            if not succ:
+                break
+            least_t = min(seen.get(t, 0) for _, _, t in succ)
+            pick = [x for x in succ if seen.get(x[2], 0) == least_t]
+            a, o, t = pick[rng.randrange(len(pick))]
+        path.append((a, o, t))
+        seen[t] = seen.get(t, 0) + 1
+        seen.paths.setdefault(t, tuple(path))
         tr.events.append(Event(n, a, o, model.observe(t) if with_state else None))
         state = t
     return tr

@@ -338,6 +338,27 @@ MUTANTS: dict[str, Mutant] = {
 }
 
 
+def mutant_driver(name: str) -> type:
+    """The reference driver with mutant ``name`` applied while a driver is open
+    (``--impl mutant:NAME``: how a mutant reaches Spark executors)."""
+    if name not in MUTANTS:
+        raise ValueError(f"no mutant {name!r} (known: {', '.join(MUTANTS)})")
+    base = _driver_cls()
+    mutant = MUTANTS[name]
+
+    class MutantDriver(base):  # type: ignore[misc, valid-type]
+        def __init__(self, config: dict, seed: int):
+            self._mutant = mutant.applied()
+            self._mutant.__enter__()
+            super().__init__(config, seed)
+
+        def close(self) -> None:
+            self._mutant.__exit__(None, None, None)
+
+    MutantDriver.__name__ = f"MutantDriver[{name}]"
+    return MutantDriver
+
+
 # -- engines ------------------------------------------------------------------------------------------
 
 

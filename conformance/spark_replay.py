@@ -105,7 +105,7 @@ def replay_blocks(params: ReplayParams, blocks: Iterable[int]) -> Iterator[tuple
     try:
         for block in blocks:
             first: dict[tuple, int] = {}
-            seen: set = set()
+            seen = generate.CoverageMemory()
             for index in range(block * BLOCK, min((block + 1) * BLOCK, params.traces)):
                 seed = generate.derive_seed(params.seed, index)
                 if params.mode == "random":

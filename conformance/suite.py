@@ -24,8 +24,17 @@ class SuiteError(ValueError):
 
 
 def make_impl(spec: str, model: str, *, timeout: float = 10.0) -> Implementation:
-    """``reference``, ``stdio:COMMAND``, or ``driver:module:Class`` /
-    ``driver:FILE.py:Class`` (an in-process driver of your own)."""
+    """``reference``, ``stdio:COMMAND``, ``driver:module:Class`` /
+    ``driver:FILE.py:Class`` (an in-process driver of your own), or
+    ``mutant:NAME`` (the reference with a mutant of the catalog applied)."""
+    if spec.startswith("mutant:"):
+        from .adapters import InProcess
+        from .mutants import mutant_driver
+
+        try:
+            return InProcess(mutant_driver(spec[len("mutant:"):]), name=spec)
+        except ValueError as e:
+            raise SuiteError(f"--impl {spec}: {e}") from None
     if spec.startswith("driver:"):
         from .adapters import InProcess
 
@@ -40,7 +49,7 @@ def make_impl(spec: str, model: str, *, timeout: float = 10.0) -> Implementation
             raise SuiteError(str(e)) from None
     if spec.startswith("stdio:") and spec[6:].strip():
         return Stdio(spec[6:].strip(), timeout=timeout)
-    raise SuiteError(f"--impl must be 'reference', 'stdio:COMMAND' or 'driver:MODULE:Class', got {spec!r}")
+    raise SuiteError(f"--impl must be 'reference', 'stdio:COMMAND', 'driver:MODULE:Class' or 'mutant:NAME', got {spec!r}")
 
 
 @dataclass
@@ -159,7 +168,7 @@ def _generated(model: Model, checker: Checker, traces: int, seed: int, length: i
             s = generate.derive_seed(seed, i)
             yield (f"random trace {i} (seed {s})", s), checker.walk(s, length)
     elif mode == "coverage":
-        seen: set = set()
+        seen = generate.CoverageMemory()
         for i in range(traces):
             s = generate.derive_seed(seed, i)
             tr = generate.coverage_guided(model, s, length, seen)

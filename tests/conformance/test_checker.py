@@ -116,7 +116,7 @@ def test_generators_are_reproducible_and_exhaustive():
     # two clients, read before write each: 4!/(2!2!) = 6 interleavings of length 4
     all4 = list(generate.exhaustive(m, 4))
     assert len(all4) == 6 and len({tuple(t.actions()) for t in all4}) == 6
-    seen: set = set()
+    seen = generate.CoverageMemory()
     covered = set()
     for s in range(6):
         covered |= set(map(tuple, generate.coverage_guided(m, s, 4, seen).actions()))

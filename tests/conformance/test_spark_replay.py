@@ -107,3 +107,20 @@ def test_local_cluster_runs_the_shipped_package(tmp_path):
     assert all("conq-pkg.zip" in k and "conq-pkg.zip" in c for _, k, c in seen), seen
     s = run_replay(params(traces=128), master="local-cluster[2,1,1024]", out=tmp_path / "lc", say=lambda m: None)
     assert s.ok and s.traces == 128 and s.state_fraction == 1.0
+
+
+def test_consumer_lists_reference_full_coverage_and_a_mutant_found(tmp_path):
+    """The product's own model and reference: full coverage of the bounded
+    call-level graph, and a mutant of the catalog found with its minimised
+    trace and the command that replays it alone."""
+    ref = ReplayParams(model="consumer-lists", config_name="small", traces=1500, seed=4, length=30, mode="coverage")
+    s = run_replay(ref, master="local[2]", out=tmp_path / "ref", say=lambda m: None)
+    assert s.ok, s.violations[:1]
+    assert s.state_fraction == 1.0 and s.transition_fraction == 1.0, s.missed
+    bad = ReplayParams(model="consumer-lists", config_name="small", traces=1500, seed=4, length=30,
+                       impl="mutant:remove-no-handover")
+    m = run_replay(bad, master="local[2]", out=tmp_path / "bad", say=lambda m: None, truth=False)
+    assert not m.ok
+    v = m.violations[0]
+    assert '["remove_consumer", 0]' in v["minimised"] and "--impl 'mutant:remove-no-handover'" in v["replay"]
+    assert replay_one(bad, v["index"])[7] == v["divergence"]
