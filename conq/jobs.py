@@ -56,7 +56,7 @@ def replay_stage(out_dir: Path, console: Console) -> list[dict[str, Any]]:
 
     if importlib.util.find_spec(DRIVERS["consumer-lists"].partition(":")[0]) is None:
         return []  # the reference is not wired to the model yet
-    params = ReplayParams(model="consumer-lists", config_name="small", traces=2000, seed=0, length=30)
+    params = ReplayParams(model="consumer-lists", config_name="reference", traces=2048, seed=0, length=30, mode="coverage")
     t0 = time.perf_counter()
     try:
         s = run_replay(params, master="local[*]", out=out_dir / "replay", say=lambda m: console.print(f"[dim]replay: {m}[/]"))
@@ -65,7 +65,7 @@ def replay_stage(out_dir: Path, console: Console) -> list[dict[str, Any]]:
     cover = f"{s.states_covered:,} states" + (f" ({100 * s.state_fraction:.1f}% of {s.graph_states:,})" if s.graph_states else "")
     return [{
         "stage": "spark replay",
-        "subject": "consumer-lists/small on local[*]",
+        "subject": "consumer-lists/reference on local[*] (coverage-guided)",
         "result": f"{s.traces:,} traces, {s.steps:,} steps, {s.diverged} diverged, {cover}; report {s.out}/report.md",
         "ok": s.ok,
         "seconds": round(time.perf_counter() - t0, 2),
