@@ -274,6 +274,7 @@ def properties(m):
             "a message is acquired only while it is available, so by at most one consumer at a time",
             acquired_once,
             witness=acquired_witness,
+            actions=("acquire",),
         ),
         always_step(
             "arrival-notifies-one-acquirer-and-every-browser",
@@ -281,6 +282,7 @@ def properties(m):
             "wake-ups) and every interested browser that has not seen it",
             arrival_ok,
             witness=arrival_witness,
+            actions=("notify_consumers",),
         ),
         always_step(
             "notified-only-after-move",
@@ -295,6 +297,7 @@ def properties(m):
             "wants work and could take one",
             priority_ok,
             witness=priority_witness,
+            actions=("find_next_available",),
         ),
         always_step(
             "keeps-pulling-while-messages",
@@ -302,6 +305,7 @@ def properties(m):
             "is available",
             keeps_pulling,
             witness=keeps_witness,
+            actions=("deliver",),
         ),
         always_step(
             "back-of-interested",

@@ -178,10 +178,8 @@ def explore(
     pending_w = [(p.name, p.witness) for p in inv] + [
         (p.name, p.check) for p in props if p.kind is Kind.SOMETIMES
     ]
-    pending_ws = [(p.name, p.witness) for p in inv_step]
     live_triggers = [(p.name, p.trigger) for p in live]
     inv_checks = [(p.name, p.check) for p in inv]
-    step_checks = [(p.name, p.check) for p in inv_step]
 
     def admit(state: Any, par: int, lab: int) -> int:
         idx = len(states)
@@ -217,35 +215,51 @@ def explore(
     i = 0
     deadline = None if max_seconds is None else t0 + max_seconds
     next_progress = 50_000
+    index_get = index.get
+
+    def intern(label: tuple) -> int:
+        lab = label_ids.get(label)
+        if lab is None:
+            lab = label_ids[label] = len(labels)
+            labels.append(label)
+        return lab
+
+    # step properties (and their witnesses) that apply, per action name: most step properties
+    # speak of one or two actions, and calling them for every transition dominated the search
+    step_for: dict[str, tuple] = {}
+    step_props = [p for p in inv_step]
+
+    def step_checks(name: str) -> tuple:
+        found = step_for.get(name)
+        if found is None:
+            found = step_for[name] = tuple(p for p in step_props if p.applies_to(name))
+        return found
+
     while i < len(states):
         if i == depth_marks[-1]:
             depth_marks.append(len(states))
         s = states[i]
-        for succ in successors(s):
-            a, o, t = succ
+        for a, o, t in successors(s):
             transitions += 1
             key = canon(t) if canon else t
-            j = index.get(key)
-            lab = label_ids.get((a, o))
-            if lab is None:
-                lab = label_ids[(a, o)] = len(labels)
-                labels.append((a, o))
+            j = index_get(key)
+            lab = -1
             if j is None:
                 if max_states is not None and len(states) >= max_states:
                     complete = False
                     stop_reason = f"state bound {max_states} reached"
                     break
+                lab = intern((a, o))
                 j = admit(key, i, lab)
-            if step_checks:
-                for name, chk in step_checks:
-                    if name not in violated_step and not chk(s, a, o, t):
-                        violated_step[name] = (i, lab, j)
-                if pending_ws:
-                    for item in list(pending_ws):
-                        if item[1](s, a, o, t):
-                            witnessed_step[item[0]] = (i, lab, j)
-                            pending_ws.remove(item)
+            if step_props:
+                for p in step_checks(a[0]):
+                    if p.name not in violated_step and not p.check(s, a, o, t):
+                        violated_step[p.name] = (i, intern((a, o)), j)
+                    if p.name not in witnessed_step and p.witness(s, a, o, t):
+                        witnessed_step[p.name] = (i, intern((a, o)), j)
             if keep_edges:
+                if lab < 0:
+                    lab = intern((a, o))
                 edges.append(i)
                 edges.append(j)
                 edges.append(lab)

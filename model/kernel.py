@@ -68,6 +68,13 @@ class Property:
     witness: Callable[..., bool] | None = None
     trigger: Callable[[Any], bool] | None = None
     fairness: str = ""
+    #: ALWAYS_STEP only: the action names the property speaks of (None: all).
+    #: For any other action both ``check`` and ``witness`` are vacuous, so
+    #: engines may skip the call (the explorer's hot path).
+    actions: frozenset[str] | None = None
+
+    def applies_to(self, action_name: str) -> bool:
+        return self.actions is None or action_name in self.actions
 
     @property
     def is_invariant(self) -> bool:
@@ -85,9 +92,14 @@ def always_step(
     check: Callable[[Any, Action, Observation, Any], bool],
     *,
     witness: Callable[[Any, Action, Observation, Any], bool],
+    actions: Iterable[str] | None = None,
 ) -> Property:
-    """A transition invariant over ``(state, action, observation, next_state)``."""
-    return Property(name, claim, Kind.ALWAYS_STEP, check, witness=witness)
+    """A transition invariant over ``(state, action, observation, next_state)``.
+
+    ``actions``: when the claim is about some actions only, their names; the
+    check must then hold (and the witness be false) for every other action."""
+    return Property(name, claim, Kind.ALWAYS_STEP, check, witness=witness,
+                    actions=frozenset(actions) if actions is not None else None)
 
 
 def sometimes(name: str, claim: str, check: Callable[[Any], bool]) -> Property:
