@@ -58,7 +58,7 @@ class ReplayParams:
     traces: int = 1000
     seed: int = 0
     length: int = 30
-    mode: str = "random"  # random | coverage | exhaustive
+    mode: str = "coverage"  # coverage | random | exhaustive
     impl: str = "reference"  # reference | stdio:COMMAND
     prefix_depth: int = 4  # exhaustive mode: depth of the enumerated prefixes
     snapshots: bool = True
@@ -480,7 +480,9 @@ def _compare_with_graph(model, summary: ReplaySummary, state_keys: set[int], tra
         depth = _depths(ex)
         too_deep = sum(1 for i in missed_states if depth[i] > length)
         notes.append(
-            f"{len(missed_states)} states not reached ({too_deep} lie deeper than the trace length {length}); "
+            f"{len(missed_states)} states not reached ({too_deep} lie deeper than the trace length {length}"
+            + ("" if too_deep == len(missed_states) else "; the others need rarer action sequences than the walks drew: "
+               "--mode coverage aims at them") + "); "
             f"e.g. {json.dumps(model.view(states[missed_states[0]]), default=str)[:300]}"
         )
     if hit_t < len(all_trans):

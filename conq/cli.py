@@ -350,7 +350,7 @@ def replay(
     traces: int = typer.Option(10_000, "--traces", min=1, help="How many traces."),
     seed: int = typer.Option(0, "--seed", min=0, help="Root seed: trace i is reproducible alone from (seed, i)."),
     length: int = typer.Option(30, "--length", min=1, help="Steps per trace."),
-    mode: str = typer.Option("random", "--mode", help="random | coverage | exhaustive (exhaustive prefixes + random walk)."),
+    mode: str = typer.Option("coverage", "--mode", help="coverage (walks aimed at the unexplored frontier) | random | exhaustive (exhaustive prefixes + random walk)."),
     config: Optional[str] = typer.Option(None, "--config", "-c", help="Named configuration of the model."),
     set_: Optional[List[str]] = typer.Option(None, "--set", help="Override a configuration field: KEY=VALUE."),
     impl: str = typer.Option("reference", "--impl", help="'reference', 'stdio:COMMAND' (one port per partition) or 'driver:MODULE:Class'."),
