@@ -60,24 +60,14 @@ class Implementation(Protocol):
 
 
 def load_class(target: str) -> type:
-    mod_name, _, cls_name = target.rpartition(":")
-    if not mod_name:
-        raise ValueError(f"expected module:Class or FILE.py:Class, got {target!r}")
-    if mod_name.endswith(".py"):
-        path = Path(mod_name)
-        if not path.is_file():
-            raise ValueError(f"driver file not found: {path}")
-        spec = importlib.util.spec_from_file_location(f"conq_driver_{path.stem}", path)
-        assert spec and spec.loader
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[spec.name] = module
-        spec.loader.exec_module(module)
-    else:
-        module = importlib.import_module(mod_name)
+    """A driver class named ``module:Class`` or ``FILE.py:Class``."""
+    from conq.model.kernel import ModelError
+    from conq.model.registry import load_object
+
     try:
-        return getattr(module, cls_name)
-    except AttributeError:
-        raise ValueError(f"{mod_name} has no class {cls_name}") from None
+        return load_object(target)
+    except ModelError as e:
+        raise ValueError(str(e)) from None
 
 
 class InProcess:

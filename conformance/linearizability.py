@@ -82,28 +82,50 @@ def linearize(ops: list[Op], spec: Spec, initial: Hashable) -> list[Op] | None:
 
 
 def check_iterations(ops: list[Op], initial_values: Iterable[Any]) -> list[str]:
-    """Problems with recorded iterations (empty: the weak-consistency guarantee holds):
-    (a) a value present for the whole iteration is seen, (b) no value twice, (c) a
-    value removed before the iteration started, or never appended, is never seen."""
+    """Problems with recorded iterations (empty: the weak-consistency guarantee
+    of ``conq.impl.node_list`` holds): (a) a value present for the whole
+    iteration is seen once; (b) no value twice, and values whose appends did not
+    overlap are seen in append order; (c) a value removed before the iteration
+    started, or never appended before it ended, is never seen."""
+    initial_values = list(initial_values)
+    appends = {op.arg: op for op in ops if op.kind == "append"}
+    removes: dict[Any, list[Op]] = {}
+    for op in ops:
+        if op.kind == "remove":
+            removes.setdefault(op.arg, []).append(op)
     problems = []
-    appended = {op.arg: op for op in ops if op.kind == "append"}
-    removed = {op.arg: op for op in ops if op.kind == "remove" and op.result}
-    initial = set(initial_values)
     for it in (op for op in ops if op.kind == "iter"):
         seen = list(it.result)
         if len(seen) != len(set(seen)):
-            problems.append(f"iteration {it} saw a value twice: {seen}")
+            problems.append(f"iteration {it} yielded a value twice")
         for v in seen:
-            if v not in initial and v not in appended:
-                problems.append(f"iteration saw {v!r}, which was never appended")
-            if v in removed and removed[v].res < it.inv:
-                problems.append(f"iteration saw {v!r}, removed before it started")
-        for v in initial | set(appended):
-            present_before = v in initial or appended[v].res < it.inv
-            gone_during = v in removed and removed[v].inv < it.res
-            if present_before and not gone_during and v not in seen:
-                problems.append(f"iteration missed {v!r}, present for its whole duration")
+            if v not in initial_values and (v not in appends or appends[v].inv > it.res):
+                problems.append(f"iteration yielded {v!r}, never appended before it ended")
+            if any(r.res < it.inv and r.result for r in removes.get(v, [])):
+                problems.append(f"iteration yielded {v!r}, removed before the iteration started")
+        for v in initial_values + [v for v, a in appends.items() if a.res < it.inv]:
+            removed_during = any(r.inv < it.res for r in removes.get(v, []))
+            if not removed_during and v not in seen:
+                problems.append(f"iteration missed {v!r}, present for the whole iteration")
+        pos = {v: k for k, v in enumerate(seen)}
+        for u in seen:
+            for w in seen:
+                au, aw = appends.get(u), appends.get(w)
+                u_first = (u in initial_values and w not in initial_values) or (
+                    au is not None and aw is not None and au.res < aw.inv)
+                if u_first and pos[u] > pos[w]:
+                    problems.append(f"iteration yielded {w!r} before {u!r} although {u!r} was appended first")
     return problems
+
+
+def _run_threads(worker: Callable[[int], None], threads: int, what: str) -> None:
+    ts = [threading.Thread(target=worker, args=(t,)) for t in range(threads)]
+    for th in ts:
+        th.start()
+    for th in ts:
+        th.join(timeout=30)
+        if th.is_alive():
+            raise TimeoutError(f"a {what} worker thread hung for 30 s")
 
 
 def record_node_list_round(make_list: Callable[[], Any], rng: random.Random, *, threads: int = 4,
@@ -158,13 +180,7 @@ def record_node_list_round(make_list: Callable[[], Any], rng: random.Random, *, 
                 with lock:
                     history.append(Op(t, kind, arg, result, inv, res))
 
-    ts = [threading.Thread(target=worker, args=(t,)) for t in range(threads)]
-    for th in ts:
-        th.start()
-    for th in ts:
-        th.join(timeout=30)
-        if th.is_alive():
-            raise TimeoutError("a node-list worker thread hung for 30 s")
+    _run_threads(worker, threads, "node-list")
     return history, list(range(initial))
 
 
@@ -239,13 +255,7 @@ def record_queue_round(make_queue: Callable[[], Any], rng: random.Random, *, thr
             with lock:
                 history.append(Op(t, kind, arg, result, inv, res))
 
-    ts = [threading.Thread(target=worker, args=(t,)) for t in range(threads)]
-    for th in ts:
-        th.start()
-    for th in ts:
-        th.join(timeout=30)
-        if th.is_alive():
-            raise TimeoutError("a queue worker thread hung for 30 s")
+    _run_threads(worker, threads, "queue")
     return history
 
 

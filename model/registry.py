@@ -29,16 +29,16 @@ def model_names() -> list[str]:
     return [name for name, target in MODELS.items() if importlib.util.find_spec(target.partition(":")[0]) is not None]
 
 
-def model_class(name: str) -> type[Model]:
-    target = MODELS.get(name, name)
-    if ":" not in target:
-        raise ModelError(f"unknown model '{name}' (known: {', '.join(MODELS) or 'none'}; or give FILE.py:Class)")
-    mod_name, _, cls_name = target.rpartition(":")
+def load_object(target: str) -> Any:
+    """The object a ``module:Name`` or ``FILE.py:Name`` target names."""
+    mod_name, _, obj_name = target.rpartition(":")
+    if not mod_name or not obj_name:
+        raise ModelError(f"expected module:Name or FILE.py:Name, got {target!r}")
     if mod_name.endswith(".py"):
         path = Path(mod_name)
         if not path.is_file():
-            raise ModelError(f"model file not found: {path}")
-        spec = importlib.util.spec_from_file_location(f"conq_user_model_{path.stem}", path)
+            raise ModelError(f"file not found: {path}")
+        spec = importlib.util.spec_from_file_location(f"conq_user_{path.stem}", path)
         assert spec and spec.loader
         module = importlib.util.module_from_spec(spec)
         sys.modules[spec.name] = module
@@ -47,8 +47,18 @@ def model_class(name: str) -> type[Model]:
         try:
             module = importlib.import_module(mod_name)
         except ImportError as e:
-            raise ModelError(f"cannot import model module '{mod_name}': {e}") from None
-    cls = getattr(module, cls_name, None)
+            raise ModelError(f"cannot import module '{mod_name}': {e}") from None
+    try:
+        return getattr(module, obj_name)
+    except AttributeError:
+        raise ModelError(f"{mod_name} has no {obj_name}") from None
+
+
+def model_class(name: str) -> type[Model]:
+    target = MODELS.get(name, name)
+    if ":" not in target:
+        raise ModelError(f"unknown model '{name}' (known: {', '.join(MODELS) or 'none'}; or give FILE.py:Class)")
+    cls = load_object(target)
     if not (isinstance(cls, type) and issubclass(cls, Model)):
         raise ModelError(f"'{target}' is not a conq Model class")
     return cls

@@ -17,102 +17,17 @@ import random
 import sys
 import threading
 import time
-from dataclasses import dataclass
 
 import pytest
 
+from conq.conformance.linearizability import Op, check_iterations, linearize, node_list_spec
 from conq.impl.node_list import NodeList
 
 
-@dataclass
-class Op:
-    thread: int
-    kind: str  # "append" | "remove" | "size" | "iter"
-    arg: object
-    result: object
-    inv: int
-    res: int
-
-
-# --------------------------------------------------------------------------------------------------
-# the checker
-# --------------------------------------------------------------------------------------------------
-
-
-def _apply(state, op):
-    """Sequential specification: returns (ok, new_state)."""
-    if op.kind == "append":
-        return op.arg not in state, state | {op.arg}
-    if op.kind == "remove":
-        present = op.arg in state
-        return op.result == present, (state - {op.arg}) if present else state
-    if op.kind == "size":
-        return op.result == len(state), state
-    raise ValueError(op.kind)
-
-
+# The checker (Wing & Gong search with Lowe's memoisation, and the iteration guarantee) lives in
+# conq.conformance.linearizability, where the mutation catalog uses it too.
 def linearizable(ops, initial=frozenset()):
-    """Wing & Gong search with memoisation; returns a linearization (list of ops) or None."""
-    n = len(ops)
-    order = sorted(range(n), key=lambda i: ops[i].inv)
-    seen = set()
-    sys.setrecursionlimit(max(10_000, sys.getrecursionlimit()))
-
-    def search(remaining, state, acc):
-        if not remaining:
-            return list(acc)
-        key = (remaining, state)
-        if key in seen:
-            return None
-        seen.add(key)
-        # an op can go first iff it was invoked before every remaining op responded
-        min_res = min(ops[i].res for i in range(n) if remaining >> i & 1)
-        for i in order:
-            if not remaining >> i & 1:
-                continue
-            if ops[i].inv > min_res:
-                break
-            ok, new_state = _apply(state, ops[i])
-            if ok:
-                acc.append(ops[i])
-                found = search(remaining & ~(1 << i), new_state, acc)
-                if found is not None:
-                    return found
-                acc.pop()
-        return None
-
-    return search((1 << n) - 1, frozenset(initial), [])
-
-
-def check_iterations(ops, initial_values):
-    appends = {op.arg: op for op in ops if op.kind == "append"}
-    removes = {}
-    for op in ops:
-        if op.kind == "remove":
-            removes.setdefault(op.arg, []).append(op)
-    problems = []
-    for it in (op for op in ops if op.kind == "iter"):
-        seen = it.result
-        if len(seen) != len(set(seen)):
-            problems.append(f"iteration {it} yielded a value twice")
-        for v in seen:
-            if v not in initial_values and (v not in appends or appends[v].inv > it.res):
-                problems.append(f"iteration yielded {v!r}, never appended before it ended")
-            if any(r.res < it.inv and r.result for r in removes.get(v, [])):
-                problems.append(f"iteration yielded {v!r}, removed before the iteration started")
-        for v in list(initial_values) + [v for v, a in appends.items() if a.res < it.inv]:
-            removed_during = any(r.inv < it.res for r in removes.get(v, []))
-            if not removed_during and v not in seen:
-                problems.append(f"iteration missed {v!r}, present for the whole iteration")
-        pos = {v: k for k, v in enumerate(seen)}
-        for u in seen:
-            for w in seen:
-                au, aw = appends.get(u), appends.get(w)
-                u_first = (u in initial_values and w not in initial_values) or (
-                    au is not None and aw is not None and au.res < aw.inv)
-                if u_first and pos[u] > pos[w]:
-                    problems.append(f"iteration yielded {w!r} before {u!r} although {u!r} was appended first")
-    return problems
+    return linearize(ops, node_list_spec, frozenset(initial))
 
 
 # --------------------------------------------------------------------------------------------------
