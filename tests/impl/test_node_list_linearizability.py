@@ -139,7 +139,7 @@ def test_node_list_histories_are_linearizable(scavenge_threshold):
             # final state agrees with the spec after the linearization
             state = set(initial_values)
             for op in result:
-                state = set(_apply(frozenset(state), op)[1])
+                state = set(node_list_spec(frozenset(state), op)[1])
             assert set(nl) == state and len(nl) == len(state)
         assert overlapping > 100, "the threads hardly overlapped: the test would not exercise concurrency"
     finally:
