@@ -140,6 +140,41 @@ def _ite(c: Any, a: Any, b: Any) -> Any:
     return z3.If(c, a, b)
 
 
+class Vec:
+    """A concrete-size array while a bound is active: a Python list of z3
+    terms, read and written at literal indices (no select/store terms)."""
+
+    __slots__ = ("items",)
+
+    def __init__(self, items):
+        self.items = list(items)
+
+    def __getitem__(self, k):
+        i = _lit(k)
+        if i is None:  # a symbolic index: an if-chain (not expected on the hot path)
+            out = self.items[-1] if self.items else z3.IntVal(0)
+            for n in range(len(self.items) - 2, -1, -1):
+                out = z3.If(k == n, self.items[n], out)
+            return out
+        return self.items[i]
+
+    def store(self, k, val):
+        i = _lit(k)
+        assert i is not None, "a store at a symbolic index while bounded"
+        items = list(self.items)
+        if isinstance(val, bool):
+            val = z3.BoolVal(val)
+        elif isinstance(val, int):
+            val = z3.IntVal(val)
+        if 0 <= i < len(items):
+            items[i] = val
+        return Vec(items)
+
+
+def _store(arr, k, val):
+    return arr.store(k, val) if isinstance(arr, Vec) else z3.Store(arr, k, val)
+
+
 class ConsumerListsEncoding(Encoding):
     model_name = "consumer-lists"
 
@@ -151,6 +186,7 @@ class ConsumerListsEncoding(Encoding):
         self.k = _Consts()
         self.bound = None
         self._n = itertools.count()
+        self._cache: dict = {}
         # lists-match-states and the kinds are inductive on their own; see auxiliaries()
         self.strengthening = {}
         self.bounded_only = {}
@@ -204,11 +240,9 @@ class ConsumerListsEncoding(Encoding):
         return z3.Or([z3.And(term == k, body(k)) for k in range(self.bound[kind])] or [z3.BoolVal(False)])
 
     def _map(self, kind, arr, body):
-        """The array ``i -> body(i)`` over ``kind`` (agreeing with ``arr`` elsewhere when bounded)."""
+        """The array ``i -> body(i)`` over ``kind`` (a :class:`Vec` when bounded)."""
         if self.bound is not None:
-            for k in range(self.bound[kind]):
-                arr = z3.Store(arr, k, body(k))
-            return arr
+            return Vec(body(k) for k in range(self.bound[kind]))
         i = z3.Int(f"{kind}!lam{next(self._n)}")
         return z3.Lambda([i], body(i))
 
@@ -227,21 +261,16 @@ class ConsumerListsEncoding(Encoding):
         for f in FIELDS:
             kind = KIND.get(f)
             if f == "seen":
-                arr = z3.Array(f"cl.seen{tag}", I, z3.ArraySort(I, B))
                 if b is not None:
-                    for c in range(b["cons"]):
-                        inner = z3.Array(f"cl.seen{tag}[{c}]", I, B)
-                        for j in range(b["msg"]):
-                            inner = z3.Store(inner, j, z3.Bool(f"cl.seen{tag}[{c}][{j}]"))
-                        arr = z3.Store(arr, c, inner)
-                s[f] = arr
+                    s[f] = Vec(Vec(z3.Bool(f"cl.seen{tag}[{c}][{j}]") for j in range(b["msg"])) for c in range(b["cons"]))
+                else:
+                    s[f] = z3.Array(f"cl.seen{tag}", I, z3.ArraySort(I, B))
             elif kind is not None:
                 sort = B if f in CONS_BOOL + MSG_BOOL else I
-                arr = z3.Array(f"cl.{f}{tag}", I, sort)
                 if b is not None:
-                    for k in range(b[kind]):
-                        arr = z3.Store(arr, k, z3.Const(f"cl.{f}{tag}[{k}]", sort))
-                s[f] = arr
+                    s[f] = Vec(z3.Const(f"cl.{f}{tag}[{k}]", sort) for k in range(b[kind]))
+                else:
+                    s[f] = z3.Array(f"cl.{f}{tag}", I, sort)
             elif f == "bad":
                 s[f] = z3.Bool(f"cl.bad{tag}")
             else:
@@ -249,12 +278,14 @@ class ConsumerListsEncoding(Encoding):
         return s
 
     def _eq(self, f, a, b):
-        if self.bound is not None and f in KIND:
-            n = self.bound[KIND[f]]
-            if f == "seen":
-                m = self.bound["msg"]
-                return z3.And([a[c][j] == b[c][j] for c in range(n) for j in range(m)] or [z3.BoolVal(True)])
-            return z3.And([a[k] == b[k] for k in range(n)] or [z3.BoolVal(True)])
+        if isinstance(a, Vec):
+            out = []
+            for x, y in zip(a.items, b.items):
+                if isinstance(x, Vec):
+                    out += [p == q for p, q in zip(x.items, y.items) if not p.eq(q)]
+                elif not x.eq(y):
+                    out.append(x == y)
+            return z3.And(out) if out else z3.BoolVal(True)
         return a == b
 
     def _upd(self, t, w):
@@ -268,14 +299,28 @@ class ConsumerListsEncoding(Encoding):
 
     @staticmethod
     def _set(v, f, i, val):
-        return z3.Store(v[f], i, val)
+        return _store(v[f], i, val)
 
     # -- the queue's helpers -----------------------------------------------------------------
     def can(self, v, c, j):
         return z3.And(v.status[j] == AVAILABLE, z3.Not(v.seen[c][j]))
 
+    def _memo(self, tag, v, c, build):
+        """Bounded mode: one term per (predicate, view, literal index) within an action's relation."""
+        k = _lit(c)
+        if self.bound is None or k is None:
+            return build()
+        key = (tag, id(v), k)
+        hit = self._cache.get(key)
+        if hit is None:
+            hit = self._cache[key] = (v, build())  # v kept alive with its id
+        return hit[1]
+
     def has_next(self, v, c):
         """``getNextAvailableEntry`` finds something."""
+        return self._memo("has_next", v, c, lambda: self._has_next(v, c))
+
+    def _has_next(self, v, c):
         return z3.And(v.all[c], self.S("msg", lambda j: self.can(v, c, j)))
 
     def next_is(self, v, c, j):
@@ -288,8 +333,16 @@ class ConsumerListsEncoding(Encoding):
 
     def no_higher(self, v, c):
         """``noHigherPriorityWithCredit``."""
+        return self._memo("no_higher", v, c, lambda: self._no_higher(v, c))
+
+    def _no_higher(self, v, c):
         if not self.c.priority_check:
             return z3.BoolVal(True)
+        k = _lit(c)
+        if self.bound is not None and k is not None:
+            m = self._m
+            hs = [h for h in range(m.n) if m.prio[h] > m.prio[k] and m.acq[h]]
+            return z3.And([z3.Not(z3.And(v.all[h], v.flag[h], self.has_next(v, h))) for h in hs] or [z3.BoolVal(True)])
         return self.E("cons", lambda h: z3.Not(z3.And(
             self.prio(h) > self.prio(c), v.all[h], self.acq(h), v.flag[h], self.has_next(v, h))))
 
@@ -305,22 +358,25 @@ class ConsumerListsEncoding(Encoding):
         node = v.node[c]
         moved = z3.And(cond, z3.Or([node == f for f in frm]))
         w = St(v)
-        w["node"] = z3.Store(v.node, c, z3.If(moved, to, node))
+        w["node"] = _store(v.node, c, z3.If(moved, to, node))
         for f, st in LISTS:
             old = v[f][c]
             new = z3.BoolVal(True) if to == st else z3.And(old, node != st)
-            w[f] = z3.Store(v[f], c, z3.If(moved, new, old))
+            w[f] = _store(v[f], c, z3.If(moved, new, old))
         if to == INTERESTED:
-            w["intr"] = z3.Store(v.intr, c, z3.Or(moved, v.intr[c]))
-            w["ilvl"] = z3.Store(v.ilvl, c, z3.If(moved, self.lvl(c), v.ilvl[c]))
-            w["pos"] = z3.Store(v.pos, c, z3.If(moved, v.clock, v.pos[c]))
+            w["intr"] = _store(v.intr, c, z3.Or(moved, v.intr[c]))
+            w["ilvl"] = _store(v.ilvl, c, z3.If(moved, self.lvl(c), v.ilvl[c]))
+            w["pos"] = _store(v.pos, c, z3.If(moved, v.clock, v.pos[c]))
             w["clock"] = z3.If(moved, v.clock + 1, v.clock)
         else:
-            w["intr"] = z3.Store(v.intr, c, z3.If(moved, z3.And(v.intr[c], node != INTERESTED), v.intr[c]))
+            w["intr"] = _store(v.intr, c, z3.If(moved, z3.And(v.intr[c], node != INTERESTED), v.intr[c]))
         return w, moved
 
     def succ(self, v, y):
         """``notifyConsumer(y)`` succeeds (a browser always does)."""
+        return self._memo("succ", v, y, lambda: self._succ(v, y))
+
+    def _succ(self, v, y):
         return z3.Or(z3.Not(self.acq(y)),
                      z3.And(self.has_next(v, y), self.no_higher(v, y), v.node[y] == INTERESTED))
 
@@ -330,7 +386,7 @@ class ConsumerListsEncoding(Encoding):
         ok_acq = z3.BoolVal(True) if known else z3.And(self.has_next(v, c), self.no_higher(v, c))
         w, moved = self.move(v, c, (INTERESTED,), NOTIFIED, cond=z3.And(a, ok_acq))
         ok = z3.Or(z3.Not(a), moved)
-        w["wake"] = z3.Store(v.wake, c, z3.Or(v.wake[c], ok))
+        w["wake"] = _store(v.wake, c, z3.Or(v.wake[c], ok))
         return w
 
     def walk(self, t, v, x, cand, finish=lambda w: w):
@@ -402,7 +458,12 @@ class ConsumerListsEncoding(Encoding):
             def off():
                 def go(frm):
                     w1, moved = self.move(v, c, frm, NOT_INTERESTED)
-                    hp = lambda y: self.S("cons", lambda z: z3.And(w1.nt[z], self.prio(z) > self.prio(y)))
+                    def hp(y):
+                        k = _lit(y)
+                        if self.bound is not None and k is not None:
+                            m = self._m
+                            return z3.Or([w1.nt[z] for z in range(m.n) if m.prio[z] > m.prio[k]] or [z3.BoolVal(False)])
+                        return self.S("cons", lambda z: z3.And(w1.nt[z], self.prio(z) > self.prio(y)))
                     cand = lambda xx: z3.And(
                         w1.intr[xx], z3.Not(hp(xx)), self.succ(w1, xx),
                         self.E("cons", lambda y: z3.Implies(self.before(w1, y, xx), z3.And(z3.Not(hp(y)), z3.Not(self.succ(w1, y))))))
@@ -464,7 +525,7 @@ class ConsumerListsEncoding(Encoding):
                 got = self._w(
                     s,
                     status=_ite(a, self._set(s, "status", j, ACQ + c), s.status),
-                    seen=_ite(a, s.seen, z3.Store(s.seen, c, z3.Store(s.seen[c], j, True))),
+                    seen=_ite(a, s.seen, _store(s.seen, c, _store(s.seen[c], j, True))),
                     credit=self._set(s, "credit", c, s.credit[c] - 1),
                     pc=self._set(s, "pc", c, TAKE + M() + j),
                     bad=z3.Or(s.bad, z3.And(a, st != AVAILABLE)),
@@ -640,25 +701,35 @@ class ConsumerListsEncoding(Encoding):
             return z3.And(quiet, self.E("msg", lambda j: z3.Not(s.pend[j])), self._upd(t, s))
 
         c_, d_, j_, x_, r_ = ("c", I), ("d", B), ("j", I), ("x", I), ("r", I)
+
+        def fresh_cache(rel):
+            def run(*args):
+                self._cache = {}
+                try:
+                    return rel(*args)
+                finally:
+                    self._cache = {}
+            return run
+
         return [
-            SymAction("target_flag", [c_, d_], target_flag),
-            SymAction("set_notify_work_desired", [c_, d_, x_], set_desired),
-            SymAction("deliver_single_message", [c_], deliver_single),
-            SymAction("find_next_available", [c_, j_], find_next),
-            SymAction("acquire", [c_, j_], acquire),
-            SymAction("deliver", [c_], deliver),
-            SymAction("no_message", [c_, x_], no_message),
-            SymAction("notify_consumers", [j_, x_], notify_consumers),
-            SymAction("add_consumer", [c_], add_consumer),
-            SymAction("remove_consumer", [c_, x_], remove_consumer),
-            SymAction("credit", [c_], credit),
-            SymAction("suspend", [c_, r_], toggle(False)),
-            SymAction("resume", [c_, r_], toggle(True)),
-            SymAction("enqueue", [j_], enqueue(False)),
-            SymAction("enqueue_held", [j_], enqueue(True)),
-            SymAction("unhold", [j_], unhold),
-            SymAction("release", [j_], release),
-            SymAction("idle", [], idle),
+            SymAction("target_flag", [c_, d_], fresh_cache(target_flag)),
+            SymAction("set_notify_work_desired", [c_, d_, x_], fresh_cache(set_desired)),
+            SymAction("deliver_single_message", [c_], fresh_cache(deliver_single)),
+            SymAction("find_next_available", [c_, j_], fresh_cache(find_next)),
+            SymAction("acquire", [c_, j_], fresh_cache(acquire)),
+            SymAction("deliver", [c_], fresh_cache(deliver)),
+            SymAction("no_message", [c_, x_], fresh_cache(no_message)),
+            SymAction("notify_consumers", [j_, x_], fresh_cache(notify_consumers)),
+            SymAction("add_consumer", [c_], fresh_cache(add_consumer)),
+            SymAction("remove_consumer", [c_, x_], fresh_cache(remove_consumer)),
+            SymAction("credit", [c_], fresh_cache(credit)),
+            SymAction("suspend", [c_, r_], fresh_cache(toggle(False))),
+            SymAction("resume", [c_, r_], fresh_cache(toggle(True))),
+            SymAction("enqueue", [j_], fresh_cache(enqueue(False))),
+            SymAction("enqueue_held", [j_], fresh_cache(enqueue(True))),
+            SymAction("unhold", [j_], fresh_cache(unhold)),
+            SymAction("release", [j_], fresh_cache(release)),
+            SymAction("idle", [], fresh_cache(idle)),
         ]
 
     # -- properties ---------------------------------------------------------------------------
