@@ -105,6 +105,7 @@ class Checker:
         self.config = config_dict(model.config)
         self.invariants = [p for p in model.property_list() if p.kind is Kind.ALWAYS] if check_properties else []
         self.steps_checked = 0
+        self._observed: dict[Any, Any] = {}  # model state -> its observed view (memoised)
 
     # -- one step of the consistent-set tracking ----------------------------------
     def _advance(self, current: list[Any], action: tuple, observed: Any, result: RunResult) -> tuple[list[Any], list[Any], bool]:
@@ -137,8 +138,17 @@ class Checker:
         snap = self.impl.snapshot()
         if snap is None:
             return states, None
-        observe = self.model.observe
-        return [t for t in states if hashable(observe(t)) == snap], snap
+        cache = self._observed
+        kept = []
+        for t in states:
+            seen = cache.get(t)
+            if seen is None:
+                if len(cache) >= 200_000:
+                    cache.clear()
+                seen = cache[t] = hashable(self.model.observe(t))
+            if seen == snap:
+                kept.append(t)
+        return kept, snap
 
     def _initial(self, result: RunResult) -> list[Any] | None:
         current = list(self.model.init_states())

@@ -71,7 +71,20 @@ class ConsumerListsCalls(Model):
         s = self._run(s, lambda a: a[0] == "notify_consumers" or a[0] in DESIRE, notified)
         return s, notified
 
+    #: composed successors are memoised: traces revisit the same few states over and over
+    #: (the conformance checker asks for them twice a step), and composing is costly
+    CACHE_LIMIT = 500_000
+
     def successors(self, s):
+        cache = self.__dict__.setdefault("_cache", {})
+        found = cache.get(s)
+        if found is None:
+            if len(cache) >= self.CACHE_LIMIT:
+                cache.clear()
+            found = cache[s] = self._compose(s)
+        return found
+
+    def _compose(self, s):
         out = []
         for a, o, t in self.base.successors(s):
             name = a[0]

@@ -59,6 +59,13 @@ class CoverageMemory(dict):
     def __init__(self) -> None:
         super().__init__()
         self.paths: dict[Any, tuple] = {}
+        self.succ: dict[Any, list] = {}  # successor lists, computed once per state
+
+    def successors(self, model: Model, state: Any) -> list:
+        found = self.succ.get(state)
+        if found is None:
+            found = self.succ[state] = model.successors(state)
+        return found
 
 
 def coverage_guided(
@@ -75,7 +82,7 @@ def coverage_guided(
     seen[state] = seen.get(state, 0) + 1
     seen.paths.setdefault(state, ())
     tr = _trace(model, seed, {"mode": "coverage", "length": length})
-    frontier = [s for s in seen.paths if any(t not in seen for _, _, t in model.successors(s))]
+    frontier = [s for s in seen.paths if any(t not in seen for _, _, t in seen.successors(model, s))]
     prefix: tuple = ()
     if frontier:
         least = min(seen[s] for s in frontier)
@@ -86,7 +93,7 @@ def coverage_guided(
         if n <= len(prefix):
             a, o, t = prefix[n - 1]
         else:
-            succ = model.successors(state)
+            succ = seen.successors(model, state)
             if not succ:
                 break
             least_t = min(seen.get(t, 0) for _, _, t in succ)
