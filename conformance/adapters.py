@@ -79,6 +79,7 @@ class InProcess:
         self.driver: Any = None
 
     def start(self, model: str, config: dict[str, Any], seed: int) -> None:
+        self.close()  # one system under test at a time: the previous one is let go first
         self.driver = self.driver_cls(config, seed)
 
     def do(self, action: tuple) -> Any:
@@ -93,7 +94,7 @@ class InProcess:
 
     def close(self) -> None:
         close = getattr(self.driver, "close", None)
-        if close is not None:
+        if self.driver is not None and close is not None:
             close()
         self.driver = None
 

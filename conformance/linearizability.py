@@ -235,7 +235,16 @@ def record_queue_round(make_queue: Callable[[], Any], rng: random.Random, *, thr
     plans = [[rng.choices(["enqueue", "pull", "release"], weights=[4, 4, 2])[0] for _ in range(ops_per_thread)]
              for _ in range(threads)]
 
+    errors: list[str] = []
+
     def worker(t: int) -> None:
+        try:
+            run_plan(t)
+        except Exception as e:  # the implementation refused an operation it had made possible
+            with lock:
+                errors.append(f"thread {t}: {type(e).__name__}: {e}")
+
+    def run_plan(t: int) -> None:
         mine: list[int] = []
         barrier.wait()
         for kind in plans[t]:
@@ -256,14 +265,23 @@ def record_queue_round(make_queue: Callable[[], Any], rng: random.Random, *, thr
                 history.append(Op(t, kind, arg, result, inv, res))
 
     _run_threads(worker, threads, "queue")
+    if errors:
+        raise QueueHistoryError(errors[0])
     return history
+
+
+class QueueHistoryError(RuntimeError):
+    """An operation failed while a queue history was being recorded."""
 
 
 def check_queue(make_queue: Callable[[], Any], *, rounds: int = 100, seed: int = 0) -> str | None:
     """None when every recorded round of queue operations is linearizable."""
     rng = random.Random(seed)
     for r in range(rounds):
-        ops = record_queue_round(make_queue, rng)
+        try:
+            ops = record_queue_round(make_queue, rng)
+        except QueueHistoryError as e:
+            return f"round {r}: {e}"
         if linearize(ops, queue_spec, (frozenset(), frozenset())) is None:
             lines = "\n".join(f"    t{o.thread} {o.kind}({o.arg}) -> {o.result} [{o.inv}..{o.res}]" for o in sorted(ops, key=lambda o: o.inv))
             return f"round {r}: queue history not linearizable:\n{lines}"

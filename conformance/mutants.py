@@ -438,6 +438,10 @@ def engine_random(budget: float, traces: int = 400) -> Detection:
     return Detection(False, time.perf_counter() - t0, f"{i + 1} random traces conform")
 
 
+#: examples per configuration for the hypothesis engine (the CI test lowers it)
+HYPOTHESIS_EXAMPLES = 150
+
+
 def engine_hypothesis(budget: float) -> Detection:
     from hypothesis import HealthCheck, settings
     from hypothesis.stateful import run_state_machine_as_test
@@ -450,7 +454,7 @@ def engine_hypothesis(budget: float) -> Detection:
         try:
             run_state_machine_as_test(
                 machine_for(model, _driver_cls()),
-                settings=settings(max_examples=150, stateful_step_count=30, deadline=None, database=None,
+                settings=settings(max_examples=HYPOTHESIS_EXAMPLES, stateful_step_count=30, deadline=None, database=None,
                                   suppress_health_check=list(HealthCheck)),
             )
         except AssertionError as e:
