@@ -130,13 +130,16 @@ def _attempt_delivery_ignoring_priority(self, c):
     if entry is None or not c._allocate_credit():
         return None
     with self._lock:
-        if entry.state is not _q._AVAILABLE:
-            c._restore_credit()
-            return None
-        entry.state = _q._ACQUIRED
-        entry.owner = c.id
-        self._available -= 1
-        c._acquired.add(entry.id)
+        lost = entry.state is not _q._AVAILABLE
+        if not lost:
+            entry.state = _q._ACQUIRED
+            entry.owner = c.id
+            self._available -= 1
+            c._acquired.add(entry.id)
+    if lost:
+        c._restore_credit()
+        return None
+    c._settle_credit()
     return entry
 
 
@@ -165,6 +168,7 @@ def _acquire_without_check(self, c):
         entry.state = _q._ACQUIRED
         entry.owner = c.id
         c._acquired.add(entry.id)
+    c._settle_credit()
     return entry
 
 
@@ -465,6 +469,8 @@ def engine_hypothesis(budget: float) -> Detection:
 
 
 def engine_stress(budget: float) -> Detection:
+    import threading
+
     from conq.impl.workload import ConsumerSpec, WorkloadError, run_workload
 
     t0 = time.perf_counter()
@@ -473,14 +479,26 @@ def engine_stress(budget: float) -> Detection:
         [ConsumerSpec(priority=5, credit_window=2), ConsumerSpec(acquires=False)],
         [ConsumerSpec(priority=1), ConsumerSpec(priority=1, credit_window=1)],
     ]
-    try:
-        run_workload(publishers=3, messages_per_publisher=3000, connections=conns, io_threads=2, flow_toggles=300,
-                     browse_phase_messages=50, seed=1, timeout=min(budget, 60.0), stall_timeout=5.0)
-    except WorkloadError as e:
-        return Detection(True, time.perf_counter() - t0, str(e).splitlines()[0])
-    except Exception as e:  # a crash inside the implementation also kills the mutant
-        return Detection(True, time.perf_counter() - t0, f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
-    return Detection(False, time.perf_counter() - t0, "9,000 messages, all checks pass")
+    outcome: list[Detection] = []
+
+    def run() -> None:
+        try:
+            run_workload(publishers=3, messages_per_publisher=3000, connections=conns, io_threads=2, flow_toggles=300,
+                         browse_phase_messages=50, seed=1, timeout=min(budget, 60.0), stall_timeout=5.0)
+            outcome.append(Detection(False, time.perf_counter() - t0, "9,000 messages, all checks pass"))
+        except WorkloadError as e:
+            outcome.append(Detection(True, time.perf_counter() - t0, str(e).splitlines()[0]))
+        except Exception as e:  # a crash inside the implementation also kills the mutant
+            outcome.append(Detection(True, time.perf_counter() - t0, f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"))
+
+    # The workload bounds its own waits, but a deadlocked implementation can hold the very lock its
+    # failure report needs: the run is watched from outside too, and a hang is a detection.
+    watcher = threading.Thread(target=run, name="stress-engine", daemon=True)
+    watcher.start()
+    watcher.join(timeout=min(budget, 60.0) + 30.0)
+    if watcher.is_alive():
+        return Detection(True, time.perf_counter() - t0, "the implementation hung (deadlock or livelock): the run never ended")
+    return outcome[0]
 
 
 def engine_schedules(budget: float, seeds: int = 300) -> Detection:
