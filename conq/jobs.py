@@ -56,7 +56,7 @@ def replay_stage(out_dir: Path, console: Console) -> list[dict[str, Any]]:
 
     if importlib.util.find_spec(DRIVERS["consumer-lists"].partition(":")[0]) is None:
         return []  # the reference is not wired to the model yet
-    params = ReplayParams(model="consumer-lists", config_name="reference", traces=2048, seed=0, length=30, mode="coverage")
+    params = ReplayParams(model="consumer-lists", config_name="reference", traces=4096, seed=0, length=30, mode="coverage")
     t0 = time.perf_counter()
     try:
         s = run_replay(params, master="local[*]", out=out_dir / "replay", say=lambda m: console.print(f"[dim]replay: {m}[/]"))
