@@ -443,22 +443,21 @@ def prove(
                 if r.status in ("not-inductive", "unknown", "violated"):
                     code = EXIT_VIOLATION
             if bmc_variants and prop is None:
-                for exp in manifest.load():
-                    if exp.model != name or not exp.violated or (exp.slow and not slow):
-                        continue
+                explored: dict[str, Any] = {}
+                for exp, pname in manifest.bmc_cases(name, set(enc.invariants()), slow=slow):
                     vm = load_model(name, exp.config, exp.overrides)
                     venc = symbolic.encoding_for(vm)
-                    ex = explore(vm, liveness=False)
-                    for pname in exp.violated:
-                        v = ex.verdict(pname)
-                        if pname not in venc.invariants() or v.path is None:
-                            continue
-                        r = symbolic.bmc(venc, vm, pname, len(v.path), timeout_ms=int(timeout * 1000) * 3)
-                        agree = r.status == "violated" and len(r.trace) - 1 == len(v.path)
-                        rows.append({"model": name, "config": exp.config, "mode": f"bmc (explorer: {len(v.path)} steps)",
-                                     **r.to_json(), "agrees_with_explorer": agree})
-                        if not agree:
-                            code = EXIT_VIOLATION
+                    if exp.label not in explored:
+                        explored[exp.label] = explore(vm, liveness=False)
+                    v = explored[exp.label].verdict(pname)
+                    if v.path is None:
+                        continue
+                    r = symbolic.bmc(venc, vm, pname, len(v.path), timeout_ms=int(timeout * 1000) * 3)
+                    agree = r.status == "violated" and len(r.trace) - 1 == len(v.path)
+                    rows.append({"model": name, "config": exp.config, "mode": f"bmc (explorer: {len(v.path)} steps)",
+                                 **r.to_json(), "agrees_with_explorer": agree})
+                    if not agree:
+                        code = EXIT_VIOLATION
         if json_out:
             _emit_json(rows)
             return code

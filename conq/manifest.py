@@ -91,3 +91,16 @@ def mismatches(exp: Expectation, ex: Exploration) -> list[str]:
         if v.status in ("vacuous", "unreached"):
             problems.append(f"{v.prop.name}: {v.status} ({v.detail})")
     return problems
+
+
+def bmc_cases(model: str, encoded: set[str] | frozenset[str], *, slow: bool = False) -> list[tuple[Expectation, str]]:
+    """The (entry, property) pairs BMC must reproduce for ``model``: every
+    expected violation of a property the z3 encoding has (``encoded``),
+    leaving out entries marked slow unless ``slow``."""
+    return [
+        (exp, prop)
+        for exp in load()
+        if exp.model == model and (slow or not exp.slow)
+        for prop in exp.violated
+        if prop in encoded
+    ]

@@ -64,13 +64,7 @@ def test_the_declared_auxiliary_is_inductive_and_no_strengthening_is_needed():
 
 # -- (b) BMC agrees with the explorer on the variants ----------------------------------------
 def _bmc_cases():
-    enc = ConsumerListsEncoding()
-    for exp in manifest.load():
-        if exp.model != NAME or exp.slow:
-            continue
-        for prop in exp.violated:
-            if prop in enc.invariants():
-                yield exp.config, prop
+    return [(exp.config, prop) for exp, prop in manifest.bmc_cases(NAME, set(ConsumerListsEncoding().invariants()))]
 
 
 BMC_CASES = sorted(set(_bmc_cases()))

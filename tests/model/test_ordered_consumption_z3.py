@@ -68,7 +68,7 @@ def test_upstream_fifo_proved_with_the_server_gate():
 
 def _bmc_cases():
     enc_props = set(OrderedConsumptionEncoding().invariants())
-    return [(e.config, e.overrides, p) for e in manifest.load() if e.model == NAME for p in e.violated if p in enc_props]
+    return [(e.config, e.overrides, p) for e, p in manifest.bmc_cases(NAME, enc_props, slow=True)]
 
 
 def test_bmc_cases_cover_the_violated_always_properties():

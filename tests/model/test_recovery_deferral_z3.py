@@ -44,13 +44,7 @@ def test_every_always_property_is_proved_for_every_size():
 
 # -- (b) BMC agrees with the explorer on the variants ----------------------------------------
 def _bmc_cases():
-    enc = RecoveryDeferralEncoding()
-    for exp in manifest.load():
-        if exp.model != NAME or exp.slow:
-            continue
-        for prop in exp.violated:
-            if prop in enc.invariants():
-                yield exp.config, prop
+    return [(exp.config, prop) for exp, prop in manifest.bmc_cases(NAME, set(RecoveryDeferralEncoding().invariants()))]
 
 
 BMC_CASES = sorted(set(_bmc_cases()))
