@@ -127,7 +127,19 @@ class SmallSizes(RecoveryDeferralEncoding):
 def _without(prop: str, aux: str):
     enc = SmallSizes(model().config)
     enc.strengthening = {k: [x for x in v if x != aux] for k, v in enc.strengthening.items()}
-    return symbolic.prove(enc, prop, timeout_ms=60_000)
+    # z3's quantifier instantiation is sensitive to the order formulas were built in (which follows
+    # this process's hash seed): a query that takes 3 s in one run may time out in another.  Try a
+    # few solver seeds; the verdict asserted below must still be a definite one.
+    r = None
+    for seed in range(4):
+        z3.set_param("smt.random_seed", seed)
+        try:
+            r = symbolic.prove(enc, prop, timeout_ms=30_000)
+        finally:
+            z3.set_param("smt.random_seed", 0)
+        if r.status != "unknown":
+            break
+    return r
 
 
 def test_pending_needs_the_bijection():
