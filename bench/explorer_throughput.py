@@ -16,8 +16,8 @@ import platform
 import sys
 import time
 
-from conq.model.explorer import explore
-from conq.model.registry import load_model
+from conq.model.engines.explorer import explore
+from conq.model.engines.registry import load_model
 
 # smallest first; every rung is the reference behaviour with larger bounds
 LADDER = [

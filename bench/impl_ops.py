@@ -22,7 +22,7 @@ import gc
 import statistics
 import time
 
-from conq.impl.queue import Queue
+from conq.impl.consumer_lists.queue import Queue
 
 SIZES = (10, 100, 1_000, 10_000)
 OPS = ("add", "remove", "interest", "notify", "deliver")

@@ -2,9 +2,9 @@
 
 Run:  /work/main/.venv/bin/python bench/impl_throughput.py [--repeats 3] [--messages 100000] [--no-million]
 
-Each run goes through the whole chain of ``conq.impl.delivery``: 2 publisher threads enqueue,
+Each run goes through the whole chain of ``conq.impl.consumer_lists.delivery``: 2 publisher threads enqueue,
 2 IO threads run the connections, every consumer has its own connection, and the sink settles each
-message (``conq.impl.workload``, with its correctness checks on).  Reported: the median over
+message (``conq.impl.consumer_lists.workload``, with its correctness checks on).  Reported: the median over
 ``--repeats`` runs of messages / wall-clock second for 1, 4 and 16 consumers, then one run of
 1,000,000 messages with 4 consumers (skip it with ``--no-million``).
 """
@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import statistics
 
-from conq.impl.workload import ConsumerSpec, run_workload
+from conq.impl.consumer_lists.workload import ConsumerSpec, run_workload
 
 
 def one_run(consumers: int, messages: int, seed: int) -> float:

@@ -16,16 +16,12 @@ does not hold) and optionally ``snapshot() -> observed state``.
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import json
 import os
 import selectors
 import subprocess
-import sys
 import time
 from collections import deque
-from pathlib import Path
 from typing import Any, Protocol
 
 from . import protocol
@@ -46,7 +42,7 @@ REJECTED = ("error", 13)
 
 #: model name -> "module:Class" of the in-process driver of the reference implementation
 DRIVERS: dict[str, str] = {
-    "consumer-lists": "conq.conformance.consumer_lists_driver:ConsumerListsDriver",
+    "consumer-lists": "conq.conformance.consumer_lists.driver:ConsumerListsDriver",
 }
 
 
@@ -62,7 +58,7 @@ class Implementation(Protocol):
 def load_class(target: str) -> type:
     """A driver class named ``module:Class`` or ``FILE.py:Class``."""
     from conq.model.kernel import ModelError
-    from conq.model.registry import load_object
+    from conq.model.engines.registry import load_object
 
     try:
         return load_object(target)

@@ -122,3 +122,23 @@ def exhaustive(model: Model, depth: int) -> Iterator[Trace]:
                 continue
             for a, o, t in reversed(succ):
                 stack.append((t, events + [Event(len(events) + 1, a, o)]))
+
+
+def action_sequences(model: Model, depth: int) -> Iterator[list[tuple]]:
+    """Every distinct action sequence of 1..``depth`` calls that the model enables, shortest
+    first (breadth-first, in the model's action order).  Observations are not fixed: a sequence
+    stands for all its outcomes, so each is one replay against an implementation.  Shortest-first
+    is what makes a mutation engine *certain* to kill a mutant with a short counterexample."""
+    frontier: list[tuple[list[tuple], list[Any]]] = [([], list(model.init_states()))]
+    for _ in range(depth):
+        nxt: list[tuple[list[tuple], list[Any]]] = []
+        for seq, states in frontier:
+            by_action: dict[tuple, dict[Any, None]] = {}
+            for s in states:
+                for a, _o, t in model.successors(s):
+                    by_action.setdefault(a, {})[t] = None
+            for a, targets in by_action.items():
+                path = seq + [a]
+                yield path
+                nxt.append((path, list(targets)))
+        frontier = nxt

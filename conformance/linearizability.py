@@ -10,7 +10,7 @@ Wing & Gong's, with Lowe's memoisation of (operations done, spec state).
 The sequential specification is a function ``step(state, op) -> (ok,
 next_state)``; :func:`node_list_spec` is the node list's (a set of present
 values).  Weakly consistent iteration is not one linearizable operation:
-:func:`check_iterations` checks the guarantee ``conq.impl.node_list`` states
+:func:`check_iterations` checks the guarantee ``conq.impl.consumer_lists.node_list`` states
 for it instead.
 """
 
@@ -83,7 +83,7 @@ def linearize(ops: list[Op], spec: Spec, initial: Hashable) -> list[Op] | None:
 
 def check_iterations(ops: list[Op], initial_values: Iterable[Any]) -> list[str]:
     """Problems with recorded iterations (empty: the weak-consistency guarantee
-    of ``conq.impl.node_list`` holds): (a) a value present for the whole
+    of ``conq.impl.consumer_lists.node_list`` holds): (a) a value present for the whole
     iteration is seen once; (b) no value twice, and values whose appends did not
     overlap are seen in append order; (c) a value removed before the iteration
     started, or never appended before it ended, is never seen."""

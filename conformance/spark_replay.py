@@ -456,7 +456,7 @@ def run_replay(
 
 
 def _compare_with_graph(model, summary: ReplaySummary, state_keys: set[int], trans_keys: set[int], length: int) -> None:
-    from conq.model.explorer import explore
+    from conq.model.engines.explorer import explore
 
     ex = explore(model, liveness=False, keep_edges=True)
     if not ex.complete:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from conq.model.kernel import Model, config_dict
+from conq.model.kernel import Model
 from .views import conformance_model
 
 from . import generate, trace
@@ -29,7 +29,7 @@ def make_impl(spec: str, model: str, *, timeout: float = 10.0) -> Implementation
     ``mutant:NAME`` (the reference with a mutant of the catalog applied)."""
     if spec.startswith("mutant:"):
         from .adapters import InProcess
-        from .mutants import mutant_driver
+        from .consumer_lists.mutants import mutant_driver
 
         try:
             return InProcess(mutant_driver(spec[len("mutant:"):]), name=spec)

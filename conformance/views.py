@@ -12,11 +12,11 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from conq.model.kernel import Model
-from conq.model.registry import load_model
+from conq.model.engines.registry import load_model
 
 
 def _consumer_lists(model: Model) -> Model:
-    from .consumer_lists_calls import ConsumerListsCalls
+    from .consumer_lists.calls import ConsumerListsCalls
 
     return ConsumerListsCalls(model)
 

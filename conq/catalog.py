@@ -188,11 +188,11 @@ def _test_names(path: Path) -> frozenset[str]:
 
 @lru_cache(maxsize=None)
 def _model_properties(model: str) -> frozenset[str] | None:
-    from conq.model.registry import MODELS, load_model
+    from conq.model.engines.registry import MODELS, load_model
 
     if model not in MODELS:
         return None
-    from conq.model.registry import model_class
+    from conq.model.engines.registry import model_class
 
     # a property may exist only in some configurations (e.g. a role of the model)
     return frozenset(
@@ -227,7 +227,7 @@ def check_problem(check: str) -> str | None:
         return None if prop in props else f"model '{model}' has no property '{prop}'"
     if prefix == "mutant":
         try:
-            from conq.conformance.mutants import MUTANTS  # type: ignore[import-not-found]
+            from conq.conformance.consumer_lists.mutants import MUTANTS  # type: ignore[import-not-found]
         except ImportError:
             return f"no mutation catalog yet for '{check}'"
         return None if rest in MUTANTS else f"no mutant named '{rest}'"

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 from pathlib import Path
 from typing import Any, Callable, List, Optional
 
@@ -79,7 +78,7 @@ def list_models(json_out: bool = JsonOpt) -> None:
     """List the models and their named configurations."""
 
     def body() -> int:
-        from conq.model.registry import model_class, model_names
+        from conq.model.engines.registry import model_class, model_names
 
         rows = []
         for name in model_names():
@@ -123,8 +122,8 @@ def check(
     """Explore every reachable state of a bounded configuration and check its properties."""
 
     def body() -> int:
-        from conq.model.explorer import explore
-        from conq.model.registry import load_model, model_class
+        from conq.model.engines.explorer import explore
+        from conq.model.engines.registry import load_model, model_class
 
         overrides = _parse_sets(set_)
         names = list(model_class(model).configs()) if all_configs else [config]
@@ -422,9 +421,9 @@ def prove(
 
     def body() -> int:
         from conq import manifest
-        from conq.model import symbolic
-        from conq.model.explorer import explore
-        from conq.model.registry import load_model, model_names
+        from conq.model.engines import symbolic
+        from conq.model.engines.explorer import explore
+        from conq.model.engines.registry import load_model, model_names
 
         names = [model] if model else [n for n in model_names() if n in symbolic.encoded_models()]
         if not names:
@@ -485,16 +484,26 @@ def prove(
 
 @app.command("mutants")
 def mutants(
+    model: str = typer.Argument("consumer-lists", help="The system whose mutant catalogue to run."),
     only: Optional[List[str]] = typer.Option(None, "--mutant", "-m", help="Only this mutant (repeatable)."),
     engines: Optional[List[str]] = typer.Option(None, "--engine", "-e", help="Only this engine (repeatable)."),
-    budget: float = typer.Option(60.0, "--budget", min=1.0, help="Seconds each engine may spend on one mutant."),
+    scale: float = typer.Option(1.0, "--scale", min=0.01, help="Multiply every engine's count budget (paths, traces, examples, seeds, rounds)."),
+    max_seconds: float = typer.Option(600.0, "--max-seconds", "--budget", min=1.0,
+                                      help="Safety cap per engine and mutant: hitting it marks the run incomplete (never a verdict)."),
     json_out: bool = JsonOpt,
 ) -> None:
-    """Run every engine against every mutant of the consumer-lists implementation; print the kill matrix."""
+    """Run every engine against every mutant of a system's implementation; print the kill matrix.
+
+    Engines spend counts, not seconds, so the matrix is the same on a loaded machine; a cell that
+    hits the safety cap is reported as capped and the run fails (exit 1)."""
 
     def body() -> int:
-        from conq.conformance.mutants import ENGINES, MUTANTS, run_catalog
+        from conq.conformance.mutation import CATALOGUES, Budget, capped_cells, catalogue, run_catalog
 
+        if model not in CATALOGUES:
+            raise UsageProblem(f"no mutant catalogue for model {model!r} (known: {', '.join(CATALOGUES)})")
+        cat = catalogue(model)
+        MUTANTS, ENGINES = cat.mutants, cat.engines
         for m in only or []:
             if m not in MUTANTS:
                 raise UsageProblem(f"no mutant {m!r} (known: {', '.join(MUTANTS)})")
@@ -502,8 +511,10 @@ def mutants(
             if e not in ENGINES:
                 raise UsageProblem(f"no engine {e!r} (known: {', '.join(ENGINES)})")
         progress = (lambda n, e, d: None) if json_out else (
-            lambda n, e, d: err.print(f"[dim]{n} / {e}: {'killed' if d.killed else 'survived'} in {d.seconds:.1f} s[/]"))
-        matrix = run_catalog(only, engines, budget=budget, on_cell=progress)
+            lambda n, e, d: err.print(f"[dim]{n} / {e}: {'capped' if d.capped else 'killed' if d.killed else 'survived'} "
+                                      f"({d.spent or '-'}, {d.seconds:.1f} s)[/]"))
+        matrix = run_catalog(cat, only, engines, budget=Budget(scale=scale, max_seconds=max_seconds), on_cell=progress)
+        capped = capped_cells(matrix)
         names = engines or list(ENGINES)
         ref = matrix.pop("(reference)")
         false_alarms = [e for e, d in ref.items() if d.killed]
@@ -511,24 +522,28 @@ def mutants(
         survivors = [m for m, row in matrix.items() if not any(d.killed for d in row.values()) and m not in equivalent]
         if json_out:
             _emit_json({
-                "reference": {e: vars(d) for e, d in ref.items()},
+                "model": model,
+                "budget": {"scale": scale, "max_seconds": max_seconds},
+                "reference": {e: d.as_dict() for e, d in ref.items()},
                 "mutants": {m: {"bug": MUTANTS[m].bug, "kind": MUTANTS[m].kind,
-                                "engines": {e: vars(d) for e, d in row.items()}} for m, row in matrix.items()},
+                                "engines": {e: d.as_dict() for e, d in row.items()}} for m, row in matrix.items()},
                 "killed": sum(1 for m, row in matrix.items() if any(d.killed for d in row.values())),
                 "total": len(matrix) - len(equivalent), "equivalent": equivalent, "survivors": survivors,
-                "false_alarms": false_alarms,
+                "false_alarms": false_alarms, "capped": capped,
             })
         else:
-            table = Table(title="kill matrix (seconds to detect; - survived)", title_justify="left")
+            table = Table(title=f"{model} kill matrix (what each engine spent to detect; - survived)", title_justify="left")
             table.add_column("mutant")
             table.add_column("kind")
             for e in names:
                 table.add_column(e, justify="right")
-            table.add_row("(reference)", "", *[("[red]FALSE ALARM[/]" if ref[e].killed else "[green]passes[/]") for e in names])
+            table.add_row("(reference)", "", *[("[red]FALSE ALARM[/]" if ref[e].killed else "[yellow]capped[/]" if ref[e].capped
+                                                else "[green]passes[/]") for e in names])
             for m, row in matrix.items():
                 miss = "[dim]-[/]" if m in equivalent else "[red]-[/]"
                 table.add_row(m + (" (equivalent)" if m in equivalent else ""), MUTANTS[m].kind,
-                              *[(f"[green]{row[e].seconds:.1f}[/]" if row[e].killed else miss) for e in names])
+                              *[(f"[green]{row[e].spent or 'yes'}[/]" if row[e].killed else "[yellow]capped[/]" if row[e].capped
+                                 else miss) if e in row else "" for e in names])
             out.print(table)
             counted = len(matrix) - len(equivalent)
             out.print(f"killed {counted - len(survivors)}/{counted}" + (f"; survivors: {', '.join(survivors)}" if survivors else "")
@@ -537,11 +552,13 @@ def mutants(
                 out.print(f"{m} is equivalent: {MUTANTS[m].equivalent}", markup=False)
             for e in false_alarms:
                 out.print(f"[red]the reference fails engine {e}:[/] {ref[e].detail}", markup=True)
+            for c in capped:
+                out.print(f"[yellow]incomplete: {c}[/]", markup=True)
             for m, row in matrix.items():
-                first = min((d for d in row.values() if d.killed), key=lambda d: d.seconds, default=None)
+                first = next((d for d in row.values() if d.killed), None)
                 if first is not None and first.evidence:
                     out.print(f"{m}: minimal counterexample: {' ; '.join(str(list(a)) for a in first.evidence)}", markup=False)
-        return EXIT_OK if not survivors and not false_alarms else EXIT_VIOLATION
+        return EXIT_OK if not survivors and not false_alarms and not capped else EXIT_VIOLATION
 
     _guard(body)
 

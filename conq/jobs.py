@@ -17,8 +17,8 @@ from rich.console import Console
 from rich.table import Table
 
 from conq import catalog, manifest
-from conq.model.explorer import explore
-from conq.model.registry import load_model
+from conq.model.engines.explorer import explore
+from conq.model.engines.registry import load_model
 from conq.report import exploration_markdown, write_report
 
 def conformance_stage(out_dir: Path, console: Console) -> list[dict[str, Any]]:
@@ -27,10 +27,10 @@ def conformance_stage(out_dir: Path, console: Console) -> list[dict[str, Any]]:
 
     from conq.conformance.adapters import DRIVERS
     from conq.conformance.suite import run_suite
-    from conq.model.registry import model_names
+    from conq.model.engines.registry import model_names
 
     rows = []
-    corpus = Path(__file__).resolve().parent.parent / "conformance" / "corpus"
+    corpus = Path(__file__).resolve().parent.parent / "conformance" / "consumer_lists" / "corpus"
     for name, target in DRIVERS.items():
         if name not in model_names() or importlib.util.find_spec(target.partition(":")[0]) is None:
             continue

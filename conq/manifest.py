@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from conq.catalog import CatalogError, _spec_dir
-from conq.model.explorer import Exploration
+from conq.model.engines.explorer import Exploration
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ import json
 from pathlib import Path as FsPath
 from typing import Any
 
-from conq.model.explorer import Exploration, Verdict
+from conq.model.engines.explorer import Exploration, Verdict
 from conq.model.kernel import Model, Path, config_dict
 
 

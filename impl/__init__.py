@@ -1,26 +1,15 @@
-"""conq.impl -- the reference implementation of Qpid Broker-J's consumer/queue coordination.
+"""conq.impl -- the reference implementations, one package per system.
 
-Production-style, concurrent code (not the model again; it never imports ``conq.model`` or
-``conq.conformance``).  Modules, bottom up:
+Production-style, concurrent code (not the models again; nothing here imports ``conq.model`` or
+``conq.conformance``).
 
-* ``scheduling``       -- pluggable scheduling: real threads (``REAL``) or a seeded, replayable
+* ``scheduling``       -- shared by every system: real threads (``REAL``) or a seeded, replayable
                           ``DeterministicScheduler`` deciding every interleaving point.
-* ``node_list``        -- the thread-safe node list (O(1) append / delete-by-entry / size, lazy
-                          unlinking, weakly consistent iterators).
-* ``consumer_manager`` -- the QCM: node states, the five lists, per-priority lists, guarded moves.
-* ``queue``            -- the queue: message states, notification rules, ``deliver_single_message``,
-                          credit, browsers, release/hold; the observation API (``Queue.snapshot``).
-* ``delivery``         -- consumer -> target -> session -> connection, and the IO-thread pool (the
-                          12 steps of the seed).
-* ``workload``         -- a checked publish/consume workload over the whole chain (stress tests,
-                          seeded exploration, throughput benchmark).
+* ``consumer_lists``   -- Qpid Broker-J's queue-side consumer manager and delivery chain
+                          (seeds 000/002/003).
+* ``ordered_consumption`` -- the RocketMQ thin client of seed 001 and the broker it talks to.
+* ``recovery_deferral``   -- the odds-feed SDK's concurrent listener of seed 004.
 
 Each module's docstring states where its rules come from and its concurrency argument (what each
 lock or atomic step protects), written so that it holds without the GIL.
-
-Step-by-step use (the conformance checker): create a ``queue.Queue()`` and call its operations from
-one thread -- ``add_consumer``, ``enqueue``, ``set_flow``/``add_credit`` (which call
-``set_notify_work_desired``), ``deliver_single_message``, ``release``, ``settle``, ``hold``/``unhold``,
-``remove_consumer`` -- and compare ``snapshot()`` after each.  Every operation completes before it
-returns; nothing runs in the background unless an ``IOThreadPool`` is started.
 """

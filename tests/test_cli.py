@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from conq.cli import app
 
-TOY = str(Path(__file__).parent / "kernel" / "toy_counter.py") + ":CounterModel"
+TOY = str(Path(__file__).parent / "model" / "engines" / "toy_counter.py") + ":CounterModel"
 runner = CliRunner()
 
 
@@ -22,7 +22,7 @@ def test_help_lists_subcommands():
 
 
 def test_list_json_names_every_present_model():
-    from conq.model.registry import model_names
+    from conq.model.engines.registry import model_names
 
     res = runner.invoke(app, ["list", "--json"])
     assert res.exit_code == 0, res.output

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import importlib.util
-import json
 import sys
 from pathlib import Path
 
@@ -25,7 +24,7 @@ def _load(name, path):
     return mod
 
 
-toy = _load("toy_counter_cf", HERE.parent / "kernel" / "toy_counter.py")
+toy = _load("toy_counter_cf", HERE.parent / "model" / "engines" / "toy_counter.py")
 drivers = _load("toy_driver_cf", HERE / "toy_driver.py")
 DRIVER_FILE = str(HERE / "toy_driver.py")
 

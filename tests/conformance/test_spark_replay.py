@@ -14,7 +14,7 @@ from conq.conformance.spark_replay import ReplayParams, replay_one, run_replay
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 HERE = Path(__file__).resolve().parent
-TOY = str(HERE.parent / "kernel" / "toy_counter.py") + ":CounterModel"
+TOY = str(HERE.parent / "model" / "engines" / "toy_counter.py") + ":CounterModel"
 DRIVERS = str(HERE / "toy_driver.py")
 
 

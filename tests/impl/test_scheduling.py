@@ -3,9 +3,9 @@ of the whole implementation (no lost wake-up at quiescence, nothing lost or acqu
 
 import pytest
 
-from conq.impl.queue import Queue
+from conq.impl.consumer_lists.queue import Queue
 from conq.impl.scheduling import REAL, DeadlockError, DeterministicScheduler, SchedulerError
-from conq.impl.workload import ConsumerSpec, WorkloadError, run_workload
+from conq.impl.consumer_lists.workload import ConsumerSpec, WorkloadError, run_workload
 
 MIXED = [
     [ConsumerSpec(priority=10, credit_window=2), ConsumerSpec(priority=5)],

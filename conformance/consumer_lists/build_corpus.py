@@ -1,0 +1,79 @@
+"""The golden corpus: versioned traces with the verdict each must get.
+
+``conformance/consumer_lists/corpus/`` holds, for the consumer-lists model:
+
+* ``pass-*.ndjson``: runs of the reference implementation, recorded with its
+  observations, over every configuration the conformance suite uses; the model
+  must accept the recorded observations and the implementation must reproduce
+  them when the actions are replayed;
+* ``diverge-<mutant>.ndjson``: the minimal counterexample of each mutant of
+  the catalog, recorded from the *mutated* implementation: the model must
+  reject it, at the step the file's name and generator record.
+
+The corpus is written once by ``build`` (``python -m conq.conformance.consumer_lists.build_corpus``)
+and then only read: a change in verdict is a regression to investigate, not a
+file to regenerate.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from conq.conformance.adapters import InProcess
+from conq.conformance.checker import Checker
+from conq.conformance.trace import write
+
+CORPUS = Path(__file__).resolve().parent / "corpus"
+PASS_CONFIGS = ("small", "reference", "held", "dynamic", "reasons", "same-priority")
+
+
+def build(directory: Path = CORPUS, *, per_config: int = 3) -> list[Path]:
+    from . import mutants
+    from .driver import ConsumerListsDriver
+    from conq.conformance.generate import derive_seed
+    from conq.conformance.views import conformance_model
+
+    out = directory
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for cfg in PASS_CONFIGS:
+        model = conformance_model("consumer-lists", cfg, {"env_budget": mutants.ENV_BUDGET})
+        model.config_name = cfg
+        checker = Checker(model, InProcess(ConsumerListsDriver))
+        for k in range(per_config):
+            seed = derive_seed(2026, PASS_CONFIGS.index(cfg) * 100 + k)
+            run = checker.walk(seed, 40)
+            if not run.ok:
+                raise RuntimeError(f"the reference diverges on {cfg} seed {seed}: {run.divergence.describe()}")
+            tr = run.trace(model, "recorded")
+            tr.expect = "pass"
+            tr.generator["note"] = f"reference implementation, random walk on {cfg}"
+            path = out / f"pass-{cfg}-{k}.ndjson"
+            write(tr, path)
+            written.append(path)
+    matrix = mutants.run_catalog(engines=["explorer", "random"], first_kill=True)
+    for name, row in matrix.items():
+        det = next((d for d in row.values() if d.killed and d.evidence), None)
+        if name == "(reference)" or det is None:
+            continue
+        cfg = det.detail.split(":")[0].split(" ")[0]
+        model = conformance_model("consumer-lists", cfg, {"env_budget": mutants.ENV_BUDGET})
+        model.config_name = cfg
+        with mutants.MUTANTS[name].applied():
+            run = Checker(model, InProcess(ConsumerListsDriver), snapshots=False, check_properties=False).replay(det.evidence)
+        if run.ok:
+            continue  # the mutant shows only in the implementation's state, not in what a trace records
+        tr = run.trace(model, "minimised")
+        tr.expect = "diverge"
+        tr.generator["note"] = f"mutant {name}: {mutants.MUTANTS[name].bug}"
+        path = out / f"diverge-{name}.ndjson"
+        write(tr, path)
+        written.append(path)
+    return written
+
+
+if __name__ == "__main__":
+    for p in build():
+        print(p)
+    sys.exit(0)

@@ -1,0 +1,583 @@
+"""The consumer-lists mutant catalogue: plausible bugs of the reference implementation
+(``conq.impl.consumer_lists``), and the engines that must catch each of them.
+
+The generic machinery (applying a mutant, count budgets with a safety cap, the kill matrix) is
+:mod:`conq.conformance.mutation`.  ``conq mutants`` runs every engine against every mutant and
+prints the kill matrix with the count each engine spent; a mutant no engine kills is a hole in the
+suite.
+
+Engines (each spends a *count*, scaled by ``Budget.scale``; seconds only cap):
+
+* ``explorer``  : every call sequence of up to ``EXPLORER_DEPTH`` calls on each configuration,
+                  shortest first (a mutant with a short counterexample is always killed), then
+                  the shortest model path to every leaf of the bounded state graph, replayed
+                  against the implementation;
+* ``random``    : seeded random walks from the consistent model states;
+* ``hypothesis``: a hypothesis state machine driving implementation and model
+                  side by side (shrinks to a minimal failing run);
+* ``stress``    : the real-thread workload (publishers, connections, priorities,
+                  browsers, flow toggling): nothing lost, nothing acquired twice,
+                  browsers saw everything, no stall;
+* ``schedules`` : the same workload under the deterministic scheduler, one
+                  seeded interleaving after another (random and PCT);
+* ``linearizability``: concurrent node-list histories on real threads checked
+                  against the sequential specification.
+"""
+
+from __future__ import annotations
+
+from unittest import mock
+
+from conq.conformance.mutation import Budget, Catalogue, Clock, Detection, Mutant
+from conq.conformance.mutation import run_catalog as _run_catalog
+from conq.impl.consumer_lists import node_list as _nl
+from conq.impl.consumer_lists import queue as _q
+from conq.impl.consumer_lists.consumer_manager import QueueConsumerManager
+
+Q = _q.Queue
+
+
+# -- the bugs -------------------------------------------------------------------------------------
+
+
+def _notify_every_acquirer(self, entry, *, browsers=True):
+    if browsers:
+        for b in self.qcm.non_acquiring_consumers():
+            self._notify_consumer(b)
+    for c in list(self.qcm.interested()):
+        if entry.state is not _q._AVAILABLE:
+            break
+        self._try_notify(c)
+
+
+def _notify_no_acquirer(self, entry, *, browsers=True):
+    if browsers:
+        for b in self.qcm.non_acquiring_consumers():
+            self._notify_consumer(b)
+
+
+def _notify_no_browser(self, entry, *, browsers=True):
+    for c in self.qcm.interested():
+        if entry.state is not _q._AVAILABLE:
+            break
+        if self._try_notify(c) is not False:
+            break
+
+
+_original_deliver = Q.deliver_single_message
+
+
+def _look_then_unnotify(self, c):
+    """Looks for a message first and moves NOTIFIED -> INTERESTED only when it found none."""
+    if c.closed:
+        return None
+    if not c.desired:
+        self.qcm.set_notified(c, False)
+        return None
+    entry = self._attempt_delivery(c) if c.acquires else self._attempt_browse(c)
+    if entry is None:
+        self.qcm.set_notified(c, False)
+        if c.acquires and self._available > 0:
+            self._notify_other_consumers(c)
+        return None
+    c.delivered += 1
+    return entry.id
+
+
+def _never_unnotify(self, c):
+    """Never leaves NOTIFIED: the move back to Interested is forgotten."""
+    if c.closed or not c.desired:
+        return None
+    entry = self._attempt_delivery(c) if c.acquires else self._attempt_browse(c)
+    if entry is None:
+        if c.acquires and self._available > 0:
+            self._notify_other_consumers(c)
+        return None
+    c.delivered += 1
+    self.qcm.set_notified(c, True)
+    return entry.id
+
+
+def _has_work_ignoring_priority(self, c):
+    if not c.acquires:
+        return True
+    with self._lock:
+        return self._peek_acquirable_locked() is not None
+
+
+def _attempt_delivery_ignoring_priority(self, c):
+    with self._lock:
+        entry = self._peek_acquirable_locked()
+    if entry is None or not c._allocate_credit():
+        return None
+    with self._lock:
+        lost = entry.state is not _q._AVAILABLE or c.closed
+        if not lost:
+            entry.state = _q._ACQUIRED
+            entry.owner = c.id
+            self._available -= 1
+            c._acquired.add(entry.id)
+    if lost:
+        c._restore_credit()
+        return None
+    c._settle_credit()
+    return entry
+
+
+def _peek_acquired_too(self):
+    """The read position does not skip entries another consumer acquired."""
+    cur = self._cursor
+    nxt = cur.next
+    while nxt is not None and nxt.state not in (_q._AVAILABLE, _q._ACQUIRED):
+        cur = nxt
+        nxt = nxt.next
+    return nxt
+
+
+def _acquire_without_check(self, c):
+    with self._lock:
+        entry = _peek_acquired_too(self)
+    if entry is None:
+        return None
+    if c.priority != _q.DEFAULT_PRIORITY and self.qcm.desired_at_higher_priority(c.priority):
+        return None
+    if not c._allocate_credit():
+        return None
+    with self._lock:
+        closed = c.closed  # as the reference: no acquisition after remove_consumer's release
+        if not closed:
+            if entry.state is _q._AVAILABLE:
+                self._available -= 1
+            entry.state = _q._ACQUIRED
+            entry.owner = c.id
+            c._acquired.add(entry.id)
+    if closed:
+        c._restore_credit()
+        return None
+    c._settle_credit()
+    return entry
+
+
+def _no_notify_others(self, excluded):
+    return None
+
+
+def _set_desired_no_handover(self, c, desired):
+    if c.node is None:
+        raise _q.QueueError("not on this queue")
+    if not self.qcm.set_interest(c, desired):
+        return False
+    if desired:
+        self._notify_consumer(c)
+    return True
+
+
+_original_remove = Q.remove_consumer
+
+
+def _remove_no_handover(self, consumer, *, release_acquired=True):
+    with mock.patch.object(Q, "_notify_after_loss_of_interest", lambda self: None):
+        return _original_remove(self, consumer, release_acquired=release_acquired)
+
+
+_original_release = Q.release
+
+
+def _release_no_notify(self, msg_id, consumer=None):
+    with mock.patch.object(Q, "_notify_consumers", lambda self, entry, browsers=True: None):
+        return _original_release(self, msg_id, consumer)
+
+
+_original_unhold = Q.unhold
+
+
+def _unhold_no_notify(self, msg_id):
+    with mock.patch.object(Q, "_notify_consumers", lambda self, entry, browsers=True: None):
+        return _original_unhold(self, msg_id)
+
+
+_original_add = Q.add_consumer
+
+
+def _add_no_notify(self, consumer_id, **kw):
+    with mock.patch.object(Q, "_notify_consumer", lambda self, c: False):
+        return _original_add(self, consumer_id, **kw)
+
+
+def _browse_acquires(self, b):
+    return _attempt_delivery_ignoring_priority(self, b)
+
+
+_original_set_interest = QueueConsumerManager.set_interest
+
+
+def _browser_goes_interested(self, consumer, interested):
+    node = consumer.node
+    if interested:
+        return node.move_from_to(_cm_mask("NOT_INTERESTED"), _cm_state("INTERESTED"))
+    return _original_set_interest(self, consumer, interested)
+
+
+def _cm_state(name):
+    from conq.impl.consumer_lists.consumer_manager import NodeState
+
+    return NodeState[name]
+
+
+def _cm_mask(name):
+    return 1 << _cm_state(name)
+
+
+_original_set_notified = QueueConsumerManager.set_notified
+
+
+def _requeue_to_front(self, consumer, notified):
+    """Back to the *front* of Interested instead of the back."""
+    moved = _original_set_notified(self, consumer, notified)
+    if moved and not notified and consumer.acquires:
+        level = consumer.node.level
+        others = [n for n in level.interested if n is not consumer.node]
+        for n in [consumer.node] + others:
+            n.entry.owner.remove(n.entry)
+            n.entry = level.interested.append(n)
+    return moved
+
+
+def _allocate_credit_free(self):
+    """Credit is never charged (a credit window that is never enforced)."""
+    return True
+
+
+def _restore_credit_lost(self):
+    """A failed acquisition does not give the credit back."""
+    return None
+
+
+def _unlink_tail(self, prev):
+    """Unlinks deleted entries including the physical tail: a concurrent append after it is lost."""
+    n = prev.next
+    while n is not None and n.deleted:
+        prev.next = n.next  # also when n is the tail, which appends still link after
+        n = prev.next
+    return n
+
+
+def _remove_counts_twice(self, entry):
+    """Decrements the size even when the entry was already deleted."""
+    with self._lock:
+        was = entry.deleted
+        entry.deleted = True
+        self.size -= 1
+    return not was
+
+
+_QCM = QueueConsumerManager
+_QC = _q.QueueConsumer
+_NL = _nl.NodeList
+
+MUTANTS: dict[str, Mutant] = {
+    m.name: m
+    for m in [
+        Mutant("notify-every-acquirer", "a new message notifies every interested acquiring consumer (spurious wake-ups)", "notification choice",
+               ((Q, "_notify_consumers", _notify_every_acquirer),)),
+        Mutant("notify-no-acquirer", "a new message notifies browsers only: acquiring consumers are never woken (lost wake-up)", "lost wake-up",
+               ((Q, "_notify_consumers", _notify_no_acquirer),)),
+        Mutant("browsers-missed", "a new message does not notify the browsers", "browsers",
+               ((Q, "_notify_consumers", _notify_no_browser),)),
+        Mutant("look-then-unnotify", "deliverSingleMessage looks before moving NOTIFIED -> INTERESTED (lost wake-up window)", "lost wake-up",
+               ((Q, "deliver_single_message", _look_then_unnotify),)),
+        Mutant("never-unnotify", "a notified consumer is never moved back to Interested", "list moves",
+               ((Q, "deliver_single_message", _never_unnotify),)),
+        Mutant("priority-ignored", "no noHigherPriorityWithCredit check: a lower priority consumer takes work a higher one wants", "priority inversion",
+               ((Q, "_has_work_for", _has_work_ignoring_priority), (Q, "_attempt_delivery", _attempt_delivery_ignoring_priority))),
+        Mutant("double-acquire", "acquisition neither skips nor re-checks entries other consumers acquired", "double acquisition",
+               ((Q, "_attempt_delivery", _acquire_without_check),)),
+        Mutant("no-notify-others", "a consumer that found nothing while messages remain does not pass the wake-up on", "lost wake-up",
+               ((Q, "_notify_other_consumers", _no_notify_others),),
+               equivalent="in this implementation an acquiring consumer finds nothing while messages remain only "
+                          "when a higher-priority consumer wants work, and that consumer was notified when it "
+                          "became desired (set_notify_work_desired, add_credit); a consumer removed mid-pull is "
+                          "handed over by remove_consumer itself.  The model shows the rule is needed where removal "
+                          "hands over only NOTIFIED consumers (spec/consumer-lists.md)."),
+        Mutant("notify-without-work", "notifyConsumer does not check that the consumer has a message it may take "
+               "(spurious wake-ups on resume, credit and hand-over)", "notification choice",
+               ((Q, "_has_work_for", lambda self, c: True),)),
+        Mutant("uninterest-no-handover", "a consumer losing interest does not let a lower-priority one take its work", "priority / lost wake-up",
+               ((Q, "set_notify_work_desired", _set_desired_no_handover),)),
+        Mutant("remove-no-handover", "removing a notified consumer drops its wake-up (upstream behaviour)", "lost wake-up",
+               ((Q, "remove_consumer", _remove_no_handover),)),
+        Mutant("release-no-notify", "a released message does not notify anyone", "lost wake-up",
+               ((Q, "release", _release_no_notify),)),
+        Mutant("unhold-no-notify", "a message that stops being held does not notify anyone", "lost wake-up",
+               ((Q, "unhold", _unhold_no_notify),)),
+        Mutant("add-no-notify", "a consumer added while messages wait is not notified (upstream behaviour)", "lost wake-up",
+               ((Q, "add_consumer", _add_no_notify),)),
+        Mutant("browser-acquires", "a browser acquires the messages it browses", "browsers",
+               ((Q, "_attempt_browse", _browse_acquires),)),
+        Mutant("browser-interested", "a browser that wants work again is moved to Interested, not NonAcquiring", "list moves",
+               ((_QCM, "set_interest", _browser_goes_interested),)),
+        Mutant("requeue-to-front", "a consumer that found nothing goes to the front of Interested, not the back", "fairness",
+               ((_QCM, "set_notified", _requeue_to_front),)),
+        Mutant("credit-ignored", "delivery never charges credit", "credit",
+               ((_QC, "_allocate_credit", _allocate_credit_free),)),
+        Mutant("node-list-unlinks-tail", "the node list unlinks its physical tail, losing a concurrent append", "node-list race",
+               ((_NL, "_find_next", _unlink_tail),)),
+        Mutant("node-list-size-twice", "removing an already removed entry decrements the size again", "node-list race",
+               ((_NL, "remove", _remove_counts_twice),)),
+    ]
+}
+
+
+def mutant_driver(name: str) -> type:
+    """The reference driver with mutant ``name`` applied while a driver is open
+    (``--impl mutant:NAME``: how a mutant reaches Spark executors)."""
+    if name not in MUTANTS:
+        raise ValueError(f"no mutant {name!r} (known: {', '.join(MUTANTS)})")
+    base = _driver_cls()
+    mutant = MUTANTS[name]
+
+    class MutantDriver(base):  # type: ignore[misc, valid-type]
+        def __init__(self, config: dict, seed: int):
+            self._mutant = mutant.applied()
+            self._mutant.__enter__()
+            super().__init__(config, seed)
+
+        def close(self) -> None:
+            self._mutant.__exit__(None, None, None)
+
+    MutantDriver.__name__ = f"MutantDriver[{name}]"
+    return MutantDriver
+
+
+# -- engines ------------------------------------------------------------------------------------------
+
+
+def _driver_cls():
+    from .driver import ConsumerListsDriver
+
+    return ConsumerListsDriver
+
+
+def _checker(config: str, *, record: bool = False):
+    from conq.conformance.adapters import InProcess
+    from conq.conformance.checker import Checker
+    from conq.conformance.views import conformance_model
+
+    model = conformance_model("consumer-lists", config, {"env_budget": ENV_BUDGET})
+    return Checker(model, InProcess(_driver_cls()), record=record), model
+
+
+#: configurations the trace engines run on: together they enable every action
+#: (held messages, consumers joining, both suspension reasons, equal priorities)
+TRACE_CONFIGS = ("small", "reference", "held", "dynamic", "reasons", "same-priority")
+#: environment steps (credit, suspend/resume, release, removal) per run
+ENV_BUDGET = 2
+
+
+#: calls per sequence of the explorer engine's shortest-first phase (every sequence up to it)
+EXPLORER_DEPTH = 2
+#: seeded random traces of 40 calls (random engine)
+RANDOM_TRACES = 400
+#: examples per configuration for the hypothesis engine (the CI test lowers it)
+HYPOTHESIS_EXAMPLES = 150
+#: messages per publisher of the real-thread stress run (three publishers)
+STRESS_MESSAGES = 3000
+#: seeded interleavings of the deterministic-schedule engine
+SCHEDULE_SEEDS = 300
+#: concurrent rounds of node-list and queue histories (linearizability engine)
+LIN_NODE_ROUNDS, LIN_QUEUE_ROUNDS = 150, 60
+
+_SHORT: dict[tuple[str, int], list[list[tuple]]] = {}
+_LEAF_PATHS: dict[str, list[list[tuple]]] = {}
+
+
+def _short_sequences(cfg: str, depth: int) -> list[list[tuple]]:
+    from conq.conformance.generate import action_sequences
+
+    if (cfg, depth) not in _SHORT:
+        _, model = _checker(cfg)
+        _SHORT[cfg, depth] = list(action_sequences(model, depth))
+    return _SHORT[cfg, depth]
+
+
+def _leaf_paths(cfg: str) -> list[list[tuple]]:
+    """The BFS-tree paths to every leaf state (they pass through every reachable
+    state) of the call-level model; the model does not depend on the mutant, so
+    they are computed once per configuration."""
+    from conq.model.engines.explorer import explore
+
+    if cfg not in _LEAF_PATHS:
+        _, model = _checker(cfg)
+        ex = explore(model, liveness=False)
+        _LEAF_PATHS[cfg] = [ex.path(i).actions() for i in ex.leaves()]
+    return _LEAF_PATHS[cfg]
+
+
+def engine_explorer(budget: Budget) -> Detection:
+    """Shortest first: every call sequence up to ``EXPLORER_DEPTH`` (scaled: depth + 1 per
+    doubling) on every configuration, before anything longer; then the path to every leaf."""
+    clock = Clock(budget)
+    depth = EXPLORER_DEPTH + max(0, int(budget.scale).bit_length() - 1)
+    replayed = 0
+    phases = [("short", cfg, _short_sequences(cfg, depth)) for cfg in TRACE_CONFIGS]
+    phases += [("leaf", cfg, None) for cfg in TRACE_CONFIGS]
+    for phase, cfg, seqs in phases:
+        checker, _ = _checker(cfg)
+        for actions in seqs if seqs is not None else _leaf_paths(cfg):
+            run = checker.replay(actions)
+            replayed += 1
+            if not run.ok:
+                return clock.killed(f"{cfg}: {run.divergence.describe()}", checker.minimise(run), f"{replayed} paths")
+            if clock.over():
+                return clock.capped(f"{replayed} paths")
+    return clock.survived(f"{replayed} paths (every sequence of <= {depth} calls, then every leaf) conform", f"{replayed} paths")
+
+
+def engine_random(budget: Budget) -> Detection:
+    from conq.conformance.generate import derive_seed
+
+    clock = Clock(budget)
+    traces = budget.count(RANDOM_TRACES)
+    for i in range(traces):
+        cfg = TRACE_CONFIGS[i % len(TRACE_CONFIGS)]
+        checker, _ = _checker(cfg)
+        run = checker.walk(derive_seed(0, i), 40)
+        if not run.ok:
+            return clock.killed(f"{cfg} trace {i}: {run.divergence.describe()}", checker.minimise(run), f"{i + 1} traces")
+        if clock.over():
+            return clock.capped(f"{i + 1} of {traces} traces")
+    return clock.survived(f"{traces} random traces conform", f"{traces} traces")
+
+
+def engine_hypothesis(budget: Budget) -> Detection:
+    from hypothesis import HealthCheck, settings
+    from hypothesis.stateful import run_state_machine_as_test
+
+    from conq.conformance.side_by_side import machine_for
+
+    clock = Clock(budget)
+    examples = budget.count(HYPOTHESIS_EXAMPLES)
+    for k, cfg in enumerate(TRACE_CONFIGS):
+        _, model = _checker(cfg)
+        try:
+            run_state_machine_as_test(
+                machine_for(model, _driver_cls()),
+                settings=settings(max_examples=examples, stateful_step_count=30, deadline=None, database=None,
+                                  derandomize=True, suppress_health_check=list(HealthCheck)),
+            )
+        except AssertionError as e:
+            return clock.killed(f"{cfg}: {str(e).splitlines()[0]}", getattr(e, "actions", []), f"{k + 1} configurations")
+        if clock.over():
+            return clock.capped(f"{k + 1} of {len(TRACE_CONFIGS)} configurations")
+    return clock.survived("no failing example", f"{examples} examples x {len(TRACE_CONFIGS)} configurations")
+
+
+def engine_stress(budget: Budget) -> Detection:
+    import threading
+
+    from conq.impl.consumer_lists.workload import ConsumerSpec, WorkloadError, run_workload
+
+    clock = Clock(budget)
+    per_publisher = budget.count(STRESS_MESSAGES)
+    conns = [
+        [ConsumerSpec(priority=10, credit_window=4), ConsumerSpec(priority=5)],
+        [ConsumerSpec(priority=5, credit_window=2), ConsumerSpec(acquires=False)],
+        [ConsumerSpec(priority=1), ConsumerSpec(priority=1, credit_window=1)],
+    ]
+    outcome: list[Detection] = []
+    spent = f"{3 * per_publisher:,} messages"
+
+    def run() -> None:
+        try:
+            # the workload's own timeouts are stall detectors (a stall is a finding), capped by the
+            # safety cap; the verdict is "every message settled once, browsers saw all"
+            run_workload(publishers=3, messages_per_publisher=per_publisher, connections=conns, io_threads=2,
+                         flow_toggles=300, browse_phase_messages=50, seed=1, timeout=budget.max_seconds, stall_timeout=30.0)
+            outcome.append(clock.survived(f"{spent}, all checks pass", spent))
+        except WorkloadError as e:
+            outcome.append(clock.killed(str(e).splitlines()[0], spent=spent))
+        except Exception as e:  # a crash inside the implementation also kills the mutant
+            outcome.append(clock.killed(f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}", spent=spent))
+
+    # The workload bounds its own waits, but a deadlocked implementation can hold the very lock its
+    # failure report needs: the run is watched from outside too, and a hang is a detection.
+    watcher = threading.Thread(target=run, name="stress-engine", daemon=True)
+    watcher.start()
+    watcher.join(timeout=budget.max_seconds + 30.0)
+    if watcher.is_alive():
+        return clock.killed("the implementation hung (deadlock or livelock): the run never ended", spent=spent)
+    return outcome[0]
+
+
+def engine_schedules(budget: Budget) -> Detection:
+    """Seeded interleavings of the whole chain under the implementation's
+    deterministic scheduler (random and PCT strategies alternating): the
+    same workload checks as ``stress``, but every interleaving point is
+    decided by the seed, so races the GIL hides on real threads show up, and
+    a failing seed replays exactly."""
+    from conq.impl.consumer_lists.workload import ConsumerSpec, run_workload
+    from conq.impl.scheduling import DeterministicScheduler
+
+    clock = Clock(budget)
+    seeds = budget.count(SCHEDULE_SEEDS)
+    mixed = [
+        [ConsumerSpec(priority=10, credit_window=2), ConsumerSpec(priority=5)],
+        [ConsumerSpec(acquires=False), ConsumerSpec(priority=5, credit_window=1)],
+        [ConsumerSpec(priority=1), ConsumerSpec(acquires=False, credit_window=3)],
+    ]
+    shapes = [
+        (mixed, dict(publishers=2, messages_per_publisher=6, io_threads=2, flow_toggles=4, browse_phase_messages=2)),
+        ([[ConsumerSpec()]], dict(publishers=1, messages_per_publisher=6, io_threads=1, flow_toggles=0, browse_phase_messages=0)),
+        ([[ConsumerSpec(priority=5), ConsumerSpec(priority=5)], [ConsumerSpec(priority=1, credit_window=1)]],
+         dict(publishers=2, messages_per_publisher=4, io_threads=2, flow_toggles=2, browse_phase_messages=0)),
+    ]
+    for seed in range(seeds):
+        strategy = "pct" if seed % 2 else "random"
+        conns, kw = shapes[seed % len(shapes)]
+        sched = DeterministicScheduler(seed, strategy=strategy, pct_steps=400)
+        try:
+            run_workload(sched=sched, connections=conns, seed=seed, batch=2, **kw)
+        except Exception as e:
+            cause = e.__cause__ or e
+            return clock.killed(f"seed {seed} ({strategy}): {type(cause).__name__}: {str(cause).splitlines()[0] if str(cause) else ''}",
+                                spent=f"{seed + 1} schedules")
+        if clock.over():
+            return clock.capped(f"{seed + 1} of {seeds} schedules")
+    return clock.survived(f"{seeds} schedules pass every check", f"{seeds} schedules")
+
+
+def engine_linearizability(budget: Budget) -> Detection:
+    """Concurrent histories on real threads, checked against sequential
+    specifications: the node list (append/remove/size, iteration's weak
+    consistency) and the queue's message operations (enqueue/pull/release)."""
+    from conq.conformance.linearizability import check_node_list, check_queue
+
+    clock = Clock(budget)
+    nr, qr = budget.count(LIN_NODE_ROUNDS), budget.count(LIN_QUEUE_ROUNDS)
+    spent = f"{nr} node-list and {qr} queue rounds"
+    problem = check_node_list(lambda: _nl.NodeList(scavenge_threshold=1), rounds=nr, seed=3) or check_queue(
+        lambda: _q.Queue(record_events=False), rounds=qr, seed=5)
+    if problem:
+        return clock.killed(problem.splitlines()[0], spent=spent)
+    return clock.survived(f"{spent} linearizable", spent)
+
+
+ENGINES = {
+    "explorer": engine_explorer,
+    "random": engine_random,
+    "hypothesis": engine_hypothesis,
+    "stress": engine_stress,
+    "schedules": engine_schedules,
+    "linearizability": engine_linearizability,
+}
+
+CATALOGUE = Catalogue("consumer-lists", MUTANTS, ENGINES)
+
+
+def run_catalog(names: list[str] | None = None, engines: list[str] | None = None, *, budget: Budget = Budget(),
+                first_kill: bool = False, on_cell=None) -> dict[str, dict[str, Detection]]:
+    """The consumer-lists kill matrix (see :func:`conq.conformance.mutation.run_catalog`)."""
+    return _run_catalog(CATALOGUE, names, engines, budget=budget, first_kill=first_kill, on_cell=on_cell)
+
+
+__all__ = ["CATALOGUE", "ENGINES", "MUTANTS", "Budget", "Detection", "Mutant", "mutant_driver", "run_catalog"]

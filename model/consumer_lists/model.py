@@ -1,0 +1,596 @@
+"""The queue-side consumer manager (QCM) of seeds 000/002: consumer lists, notifications, pulls.
+
+What it holds (REFERENCE.md section 1; upstream ``QueueConsumerManagerImpl``, ``AbstractQueue``,
+``QueueConsumerNode``, ``AbstractConsumerTarget``):
+
+* per consumer: its node state (ABSENT before ``add_consumer``, NOT_INTERESTED, INTERESTED,
+  NOTIFIED, NON_ACQUIRING, REMOVED), whether it acquires (browsers do not), its fixed priority,
+  the target's ``notifyWorkDesired`` flag and the reasons behind it (flow control, TCP
+  back-pressure, credit), its credit, a pending ``notifyWork`` (the scheduling chain
+  consumer -> target -> session -> connection -> IO thread collapsed into one "connection
+  scheduled" bit: the hops only forward the bit, and a bit that is set twice collapses, which is
+  the behaviour that matters for lost and spurious wake-ups), the program counter of its IO thread
+  and, for browsers, the set of messages already seen;
+* per message: not yet arrived, available, held (unavailable: held, TTL, group-owned), acquired by a
+  consumer; and whether a publishing thread still owes the queue's ``notifyConsumers`` for it;
+* the lists themselves: All, NotInterested, NonAcquiring and Notified as sets (their order never
+  decides anything upstream), Interested as one ordered tuple per priority level (its order decides
+  who is notified first, and "back of Interested" is the seed's fairness rule).
+
+Threads: every consumer has its own IO thread (a pull is several actions: un-notify, find the next
+available entry, acquire it, finish), publishing threads run ``notifyConsumers`` as a separate step
+after the entry became available, and the environment (clients, housekeeping) adds and removes
+consumers, grants credit, suspends and resumes, enqueues, releases and un-holds messages.  An action
+is atomic exactly where the upstream code is one guarded step (``moveFromTo`` under the node's
+monitor, the entry's acquire CAS); each notification loop is one step (it only reads and CASes).
+
+State encoding (flat tuple of small ints, the explorer's hot path):
+``[consumer i]*7 = node, pc, wake, flag, credit, susp, seen`` then ``[message j]*2 = status, pend``
+then ``all, notint, nonacq, notified`` (bit masks) then one Interested tuple per priority level.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from conq.model.kernel import Model
+
+from .state import (
+    ABSENT,
+    ACQ,
+    AVAILABLE,
+    CF,
+    ConsumerListsConfig,
+    DES,
+    FIND,
+    F_CREDIT,
+    F_FLAG,
+    F_PC,
+    F_SEEN,
+    F_SUSP,
+    F_WAKE,
+    HELD,
+    IDLE,
+    INTERESTED,
+    NODE_NAMES,
+    NONE,
+    NON_ACQUIRING,
+    NOTIFIED,
+    NOT_INTERESTED,
+    PullRule,
+    REASONS,
+    REMOVED,
+    START,
+    TAKE,
+    UNARRIVED,
+    _bits,
+)
+from .configs import descriptions, named_configs
+from .properties import properties
+
+
+class ConsumerListsModel(Model):
+    name = "consumer-lists"
+    Config = ConsumerListsConfig
+
+    @classmethod
+    def configs(cls):
+        return named_configs()
+
+    @classmethod
+    def describe_configs(cls):
+        return descriptions()
+
+    def __init__(self, config: ConsumerListsConfig | None = None):
+        super().__init__(config)
+        cfg = self.config
+        if isinstance(cfg.pull_rule, str) and not isinstance(cfg.pull_rule, PullRule):
+            object.__setattr__(cfg, "pull_rule", PullRule(cfg.pull_rule))
+        self.n = n = len(cfg.consumers)
+        self.m = cfg.messages
+        self.prio = tuple(int(p) for p, _ in cfg.consumers)
+        self.acq = tuple(bool(a) for _, a in cfg.consumers)
+        self.levels = tuple(sorted(set(self.prio), reverse=True))
+        self.lvl = tuple(self.levels.index(p) for p in self.prio)
+        self.MB = n * CF  # first message field
+        self.LB = self.MB + 2 * self.m  # first list field
+        self.L_ALL, self.L_NI, self.L_NA, self.L_NOT = self.LB, self.LB + 1, self.LB + 2, self.LB + 3
+        self.IB = self.LB + 4  # first Interested tuple
+        self.GOT = TAKE + self.m
+        self.BUD = self.IB + len(self.levels)  # the environment's remaining budget
+        # consumers of strictly higher priority, per consumer
+        self.higher = tuple(tuple(h for h in range(n) if self.prio[h] > self.prio[c]) for c in range(n))
+
+    # ------------------------------------------------------------------ state helpers
+    def init_states(self):
+        cfg = self.config
+        s: list[Any] = []
+        for c in range(self.n):
+            desired = cfg.initial_credit > 0
+            s += [ABSENT, IDLE, 0, int(desired), cfg.initial_credit, 0, 0]
+        s += [UNARRIVED, 0] * self.m
+        s += [0, 0, 0, 0] + [()] * len(self.levels)
+        s.append(cfg.env_budget)
+        if cfg.preadded:
+            for c in range(self.n):
+                self._add(s, c, [])
+        return [tuple(s)]
+
+    def node(self, s, c):
+        return s[c * CF]
+
+    def registered(self, s, c):
+        return (s[self.L_ALL] >> c) & 1
+
+    def _move(self, l, c, frm, to) -> bool:
+        """``QueueConsumerNode.moveFromTo``: one guarded step under the node's monitor: leave the old
+        list, enter the new one at its tail."""
+        b = c * CF
+        old = l[b]
+        if old not in frm:
+            return False
+        bit = 1 << c
+        if old == NOT_INTERESTED:
+            l[self.L_NI] &= ~bit
+        elif old == NON_ACQUIRING:
+            l[self.L_NA] &= ~bit
+        elif old == NOTIFIED:
+            l[self.L_NOT] &= ~bit
+        elif old == INTERESTED:
+            k = self.IB + self.lvl[c]
+            l[k] = tuple(x for x in l[k] if x != c)
+        l[b] = to
+        if to == NOT_INTERESTED:
+            l[self.L_NI] |= bit
+        elif to == NON_ACQUIRING:
+            l[self.L_NA] |= bit
+        elif to == NOTIFIED:
+            l[self.L_NOT] |= bit
+        elif to == INTERESTED:
+            k = self.IB + self.lvl[c]
+            l[k] = l[k] + (c,)
+        return True
+
+    def _next_for(self, l, c):
+        """``getNextAvailableEntry``: the lowest available message ``c`` may take; browsers skip what
+        they have already seen; a removed consumer has no queue context (None)."""
+        if not (l[self.L_ALL] >> c) & 1:
+            return None
+        mb = self.MB
+        seen = l[c * CF + F_SEEN]
+        for j in range(self.m):
+            if l[mb + 2 * j] == AVAILABLE and not (seen >> j) & 1:
+                return j
+        return None
+
+    def _any_available(self, l) -> bool:
+        mb = self.MB
+        return any(l[mb + 2 * j] == AVAILABLE for j in range(self.m))
+
+    def _no_higher(self, l, c) -> bool:
+        """``noHigherPriorityWithCredit``: no registered, acquiring consumer of higher priority whose
+        target wants work has an available entry."""
+        if not self.config.priority_check:
+            return True
+        for h in self.higher[c]:
+            if (l[self.L_ALL] >> h) & 1 and self.acq[h] and l[h * CF + F_FLAG] and self._next_for(l, h) is not None:
+                return False
+        return True
+
+    def _notify(self, l, c, out) -> bool:
+        """``AbstractQueue.notifyConsumer``: consumerHasAvailableMessages, then setNotified(true) (a
+        CAS INTERESTED -> NOTIFIED for acquiring consumers), then notifyWork (sets the scheduled bit)."""
+        if self.acq[c]:
+            if self._next_for(l, c) is None or not self._no_higher(l, c):
+                return False
+            if not self._move(l, c, (INTERESTED,), NOTIFIED):
+                return False
+        l[c * CF + F_WAKE] = 1
+        out.append(c)
+        return True
+
+    def _interested_order(self, l):
+        for k in range(len(self.levels)):
+            yield from l[self.IB + k]
+
+    def _notify_consumers(self, l, j, out):
+        """``AbstractQueue.notifyConsumers(entry)``: every browser interested in the entry, then the
+        Interested lists in priority order while the entry is available, stopping at the first
+        consumer notified or when a higher-priority consumer would take the entry."""
+        for c in _bits(l[self.L_NA]):
+            if not (l[c * CF + F_SEEN] >> j) & 1:
+                self._notify(l, c, out)
+        for c in list(self._interested_order(l)):
+            if l[self.MB + 2 * j] != AVAILABLE:
+                break
+            if self._notify(l, c, out):
+                if self.config.notify_one:
+                    break
+            elif not self._no_higher(l, c):
+                break
+
+    def _notify_others(self, l, excluded, out):
+        """``AbstractQueue.notifyOtherConsumers``: while messages are available, notify one other
+        interested consumer."""
+        for c in list(self._interested_order(l)):
+            if not self._any_available(l):
+                break
+            if c != excluded and self._notify(l, c, out):
+                break
+
+    def _desired(self, l, c) -> bool:
+        b = c * CF
+        return l[b + F_SUSP] == 0 and l[b + F_CREDIT] > 0
+
+    def _add(self, l, c, out):
+        """``addConsumer`` (config thread): into All, then REMOVED -> INTERESTED / NON_ACQUIRING if
+        the target wants work, else NOT_INTERESTED; a consumer that becomes interested is notified
+        (seed 000: notifyWork scenario "Consumer becomes Interested")."""
+        l[self.L_ALL] |= 1 << c
+        if l[c * CF + F_FLAG]:
+            self._move(l, c, (ABSENT,), INTERESTED if self.acq[c] else NON_ACQUIRING)
+            self._notify(l, c, out)
+        else:
+            self._move(l, c, (ABSENT,), NOT_INTERESTED)
+
+    def _queue_set_desired(self, l, c, desired, out):
+        """``AbstractQueue.setNotifyWorkDesired``: setInterest, then notify the consumer itself
+        (desired) or one Interested consumer whose priority is not below the highest notified one
+        (not desired: "a high priority consumer becomes uninterested")."""
+        if desired:
+            moved = self._move(l, c, (NOT_INTERESTED,), INTERESTED if self.acq[c] else NON_ACQUIRING)
+            if moved:
+                self._notify(l, c, out)
+        else:
+            moved = self._move(l, c, (INTERESTED, NOTIFIED) if self.acq[c] else (NON_ACQUIRING,), NOT_INTERESTED)
+            if moved:
+                notified = l[self.L_NOT]
+                highest = max((self.prio[x] for x in _bits(notified)), default=None)
+                for x in list(self._interested_order(l)):
+                    if (highest is not None and self.prio[x] < highest) or self._notify(l, x, out):
+                        break
+
+    # ------------------------------------------------------------------ actions
+    def actions(self, s):
+        return [a for a, _, _ in self.successors(s)]
+
+    def step(self, s, action):
+        return [(o, t) for a, o, t in self.successors(s) if a == action]
+
+    def fair(self, action, observation):
+        name = action[0]
+        if name in _IO_ACTIONS:
+            return ("io", action[1])
+        if name == "notify_consumers":
+            return ("publisher", action[1])
+        return None  # the environment may never add, remove, credit, suspend, enqueue, release
+
+    def successors(self, s):
+        cfg = self.config
+        out = []
+        n, M, MB = self.n, self.m, self.MB
+        fair_enabled = False
+        # --- IO threads --------------------------------------------------------------------
+        for c in range(n):
+            b = c * CF
+            pc = s[b + F_PC]
+            reg = (s[self.L_ALL] >> c) & 1
+            if pc == IDLE:
+                if reg and s[b + F_FLAG] != self._desired(s, c):
+                    fair_enabled = True
+                    out.append(self._set_desired_first(s, c))
+                if reg and s[b + F_WAKE]:
+                    fair_enabled = True
+                    out.append(self._pull_start(s, c))
+            elif pc == START:
+                fair_enabled = True
+                if s[b + F_FLAG] != self._desired(s, c):
+                    out.append(self._set_desired_first(s, c))
+                out.append(self._pull_start(s, c))
+            elif pc == DES:
+                fair_enabled = True
+                out.append(self._set_desired_second(s, c))
+            elif pc == FIND:
+                fair_enabled = True
+                out.append(self._pull_find(s, c))
+            elif pc == NONE:
+                fair_enabled = True
+                out.append(self._pull_none(s, c))
+            elif pc < self.GOT:
+                fair_enabled = True
+                out.append(self._pull_take(s, c, pc - TAKE))
+            else:
+                fair_enabled = True
+                out.append(self._pull_done(s, c, pc - self.GOT))
+        # --- publishing threads: notifyConsumers owed for an entry that became available ----
+        for j in range(M):
+            if s[MB + 2 * j + 1]:
+                fair_enabled = True
+                l = list(s)
+                l[MB + 2 * j + 1] = 0
+                notified: list[int] = []
+                if l[MB + 2 * j] == AVAILABLE:
+                    self._notify_consumers(l, j, notified)
+                out.append((("notify_consumers", j), tuple(notified), tuple(l)))
+        # --- environment -----------------------------------------------------------------
+        bud = self.BUD
+        budget = s[bud]
+        for c in range(n):
+            b = c * CF
+            node = s[b]
+            if node == ABSENT:
+                l = list(s)
+                notified = []
+                self._add(l, c, notified)
+                out.append((("add_consumer", c), tuple(notified), tuple(l)))
+                continue
+            if node == REMOVED:
+                continue
+            if not budget:
+                continue
+            if cfg.removal:
+                a, o, t = self._remove(s, c)
+                if budget > 0:
+                    t = t[:bud] + (budget - 1,) + t[bud + 1 :]
+                out.append((a, o, t))
+            if s[b + F_CREDIT] < cfg.max_credit:
+                l = list(s)
+                l[b + F_CREDIT] += 1
+                l[bud] -= budget > 0
+                # the credit manager tells the target its state changed (QueueConsumerImpl
+                # externalStateChange -> target.notifyWork): the target will try to pull again
+                l[b + F_WAKE] = 1
+                out.append((("credit", c), None, tuple(l)))
+            susp = s[b + F_SUSP]
+            for r in range(cfg.reasons):
+                l = list(s)
+                l[b + F_SUSP] = susp ^ (1 << r)
+                l[bud] -= budget > 0
+                name = "resume" if (susp >> r) & 1 else "suspend"
+                out.append(((name, c, REASONS[r]), None, tuple(l)))
+        for j in range(M):
+            st = s[MB + 2 * j]
+            if st == UNARRIVED:
+                if j == 0 or s[MB + 2 * (j - 1)] != UNARRIVED:
+                    l = list(s)
+                    l[MB + 2 * j] = AVAILABLE
+                    l[MB + 2 * j + 1] = 1
+                    out.append((("enqueue", j), None, tuple(l)))
+                    if cfg.held:
+                        l = list(s)
+                        l[MB + 2 * j] = HELD
+                        out.append((("enqueue_held", j), None, tuple(l)))
+            elif st == HELD:
+                l = list(s)
+                l[MB + 2 * j] = AVAILABLE
+                l[MB + 2 * j + 1] = 1
+                out.append((("unhold", j), None, tuple(l)))
+            elif st >= ACQ and cfg.release and budget:
+                l = list(s)
+                l[bud] -= budget > 0
+                l[MB + 2 * j] = AVAILABLE
+                l[MB + 2 * j + 1] = 1
+                out.append((("release", j), st - ACQ, tuple(l)))
+        if not fair_enabled:
+            # Stuttering: nothing the system must do is enabled, so a run may stay here forever
+            # (the environment is never obliged to act).  Without this step a state whose only
+            # successors are environment steps would count as "something must happen".
+            out.append((("idle",), None, s))
+        return out
+
+    # -- the IO thread's steps ----------------------------------------------------------
+    def _set_desired_first(self, s, c):
+        """The target's ``setNotifyWorkDesired(desired)``, first half (on the consumer's IO thread,
+        after a reason changed): reference writes the flag, upstream tells the queue first."""
+        l = list(s)
+        b = c * CF
+        desired = self._desired(s, c)
+        l[b + F_PC] = DES
+        notified: list[int] = []
+        if self.config.flag_before_queue:
+            l[b + F_FLAG] = int(desired)
+            return (("target_flag", c, desired), None, tuple(l))
+        self._queue_set_desired(l, c, desired, notified)
+        return (("set_notify_work_desired", c, desired), tuple(notified), tuple(l))
+
+    def _set_desired_second(self, s, c):
+        l = list(s)
+        b = c * CF
+        l[b + F_PC] = IDLE
+        notified: list[int] = []
+        if self.config.flag_before_queue:
+            desired = bool(s[b + F_FLAG])
+            if (l[self.L_ALL] >> c) & 1:
+                self._queue_set_desired(l, c, desired, notified)
+            return (("set_notify_work_desired", c, desired), tuple(notified), tuple(l))
+        desired = not s[b + F_FLAG]
+        l[b + F_FLAG] = int(desired)
+        return (("target_flag", c, desired), None, tuple(l))
+
+    def _pull_start(self, s, c):
+        """``deliverSingleMessage`` begins: setNotified(false) (NOTIFIED -> INTERESTED) *before*
+        looking, which is what prevents a lost wake-up (REFERENCE.md section 1); a suspended target
+        gets nothing."""
+        l = list(s)
+        b = c * CF
+        if self.config.clear_wake_first:
+            l[b + F_WAKE] = 0
+        if self.config.unnotify_first:
+            self._move(l, c, (NOTIFIED,), INTERESTED)
+        if not s[b + F_FLAG]:
+            # suspended: deliverSingleMessage returns null without a look
+            l[b + F_PC] = IDLE
+            if not self.config.clear_wake_first:
+                l[b + F_WAKE] = 0
+            return (("deliver_single_message", c), "suspended", tuple(l))
+        l[b + F_PC] = FIND
+        return (("deliver_single_message", c), None, tuple(l))
+
+    def _pull_find(self, s, c):
+        """attemptDelivery: getNextAvailableEntry, the priority check, allocateCredit (a read that
+        decides; the acquire is the next step)."""
+        l = list(s)
+        b = c * CF
+        j = self._next_for(s, c)
+        blocked = (self.acq[c] or self.config.priority_blocks_browsers) and not self._no_higher(s, c)
+        if j is not None and not blocked and s[b + F_CREDIT] > 0:
+            l[b + F_PC] = TAKE + j
+            return (("find_next_available", c), j, tuple(l))
+        l[b + F_PC] = NONE
+        return (("find_next_available", c), None, tuple(l))
+
+    def _pull_take(self, s, c, j):
+        """The entry's acquire (a CAS: succeeds only if still available) with the credit taken; a
+        browser only takes a reference and marks the entry seen."""
+        l = list(s)
+        b = c * CF
+        st = s[self.MB + 2 * j]
+        if self.acq[c]:
+            ok = st == AVAILABLE or (not self.config.acquire_cas and st >= ACQ)
+        else:
+            # a browser takes a message reference, not the entry: it succeeds while the entry
+            # exists, even if an acquiring consumer took it since the look (newMessageReference)
+            ok = True
+        if ok:
+            if self.acq[c]:
+                l[self.MB + 2 * j] = ACQ + c
+            else:
+                l[b + F_SEEN] |= 1 << j
+            l[b + F_CREDIT] -= 1
+            l[b + F_PC] = self.GOT + j
+        else:
+            l[b + F_PC] = NONE  # credit restored: it was never taken in the model
+        return (("acquire", c, j), ok, tuple(l))
+
+    def _pull_done(self, s, c, j):
+        """A delivery: setNotified(true) (back to NOTIFIED) and the
+        target goes on pulling (current rule) or stops (seed 003 earlier rule).  A consumer closed
+        in the middle of the delivery cannot send: the entry is released again."""
+        l = list(s)
+        b = c * CF
+        notified: list[int] = []
+        if not (s[self.L_ALL] >> c) & 1:
+            if self.acq[c]:
+                l[self.MB + 2 * j] = AVAILABLE
+                l[self.MB + 2 * j + 1] = 1
+            l[b + F_PC] = IDLE
+            l[b + F_WAKE] = 0
+            return (("deliver", c), None, tuple(l))
+        if self.acq[c]:
+            # upstream AbstractQueue.deliverSingleMessage: setNotified(consumer, true) after every
+            # delivery; seed 000 "The Notified list": the consumer remains Notified and keeps
+            # calling deliverSingleMessage until it cannot deliver (conformance found the earlier
+            # "only when more work is there" condition here to differ from both)
+            self._move(l, c, (INTERESTED,), NOTIFIED)
+        if self.config.pull_rule is PullRule.UNTIL_EMPTY:
+            l[b + F_PC] = START
+        else:
+            l[b + F_PC] = IDLE
+            if not self.config.clear_wake_first:
+                l[b + F_WAKE] = 0
+        return (("deliver", c), j, tuple(l))
+
+    def _pull_none(self, s, c):
+        """Nothing delivered: (look-then-unnotify variant: un-notify now), notify one *other*
+        interested consumer if messages are available, then noMessagesAvailable."""
+        l = list(s)
+        b = c * CF
+        if not self.config.unnotify_first:
+            self._move(l, c, (NOTIFIED,), INTERESTED)
+        notified: list[int] = []
+        if self.acq[c] and self._any_available(l):
+            self._notify_others(l, c, notified)
+        l[b + F_PC] = IDLE
+        if not self.config.clear_wake_first:
+            l[b + F_WAKE] = 0
+        return (("no_message", c), tuple(notified), tuple(l))
+
+    def _remove(self, s, c):
+        """``removeConsumer`` (config thread): leave All, any state -> REMOVED, its acquired messages
+        are released (they owe a notification).  Reference: a removed NOTIFIED consumer's wake-up is
+        handed to another interested consumer; upstream drops it."""
+        l = list(s)
+        b = c * CF
+        was_notified = s[b] == NOTIFIED
+        l[self.L_ALL] &= ~(1 << c)
+        self._move(l, c, (NOT_INTERESTED, INTERESTED, NOTIFIED, NON_ACQUIRING), REMOVED)
+        for j in range(self.m):
+            if l[self.MB + 2 * j] == ACQ + c:
+                l[self.MB + 2 * j] = AVAILABLE
+                l[self.MB + 2 * j + 1] = 1
+        if l[b + F_PC] in (IDLE, START):
+            l[b + F_PC] = IDLE
+        l[b + F_WAKE] = 0
+        notified: list[int] = []
+        if was_notified and self.config.remove_hands_over and self._any_available(l):
+            self._notify_others(l, c, notified)
+        return (("remove_consumer", c), tuple(notified), tuple(l))
+
+    # ------------------------------------------------------------------ properties
+    def properties(self):
+        return properties(self)
+
+    # ------------------------------------------------------------------ views
+    def view(self, s):
+        cons = []
+        for c in range(self.n):
+            b = c * CF
+            pc = s[b + F_PC]
+            if pc >= self.GOT:
+                pcs = f"got m{pc - self.GOT}"
+            elif pc >= TAKE:
+                pcs = f"take m{pc - TAKE}"
+            else:
+                pcs = ("idle", "desire-half-done", "find", "none-found", "pull-again")[pc]
+            d = {
+                "id": c,
+                "prio": self.prio[c],
+                "acquires": self.acq[c],
+                "node": NODE_NAMES[s[b]],
+                "io": pcs,
+                "scheduled": bool(s[b + F_WAKE]),
+                "wants_work": bool(s[b + F_FLAG]),
+                "credit": s[b + F_CREDIT],
+                "suspended": [REASONS[r] for r in range(len(REASONS)) if (s[b + F_SUSP] >> r) & 1],
+            }
+            if not self.acq[c]:
+                d["seen"] = [j for j in range(self.m) if (s[b + F_SEEN] >> j) & 1]
+            cons.append(d)
+        msgs = []
+        for j in range(self.m):
+            st = s[self.MB + 2 * j]
+            text = ("unarrived", "available", "held")[st] if st < ACQ else f"acquired by c{st - ACQ}"
+            if s[self.MB + 2 * j + 1]:
+                text += " (notify owed)"
+            msgs.append(text)
+        return {
+            "environment_budget": s[self.BUD],
+            "consumers": cons,
+            "messages": msgs,
+            "lists": {
+                "all": list(_bits(s[self.L_ALL])),
+                "not_interested": list(_bits(s[self.L_NI])),
+                "non_acquiring": list(_bits(s[self.L_NA])),
+                "notified": list(_bits(s[self.L_NOT])),
+                "interested": {str(p): list(s[self.IB + k]) for k, p in enumerate(self.levels)},
+            },
+        }
+
+    def actors(self, action, observation):
+        name = action[0]
+        if name in ("notify_consumers",):
+            return (f"publisher(m{action[1]})", "queue")
+        if name in ("enqueue", "enqueue_held", "unhold", "release"):
+            return ("producer/housekeeping", "queue")
+        if name == "idle":
+            return ("environment", "environment")
+        if name in ("suspend", "resume", "credit"):
+            return ("client", f"c{action[1]}")
+        if name in ("add_consumer", "remove_consumer"):
+            return ("config thread", "queue")
+        return (f"c{action[1]} IO thread", "queue")
+
+
+_IO_ACTIONS = frozenset(
+    {"target_flag", "set_notify_work_desired", "deliver_single_message", "find_next_available", "acquire", "deliver", "no_message"}
+)

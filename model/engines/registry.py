@@ -1,0 +1,80 @@
+"""The models this distribution ships, by name, and how to load one.
+
+A model is named on the command line by its registry name
+(``consumer-lists``) or, for a user's own model, by ``FILE.py:Class`` or
+``package.module:Class``.  Modules are imported lazily so that ``conq list``
+stays fast and one broken model does not hide the others.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+from pathlib import Path
+from typing import Any, Mapping
+
+from conq.model.kernel import Model, ModelError, config_from_overrides
+
+#: registry name -> "module:Class"
+MODELS: dict[str, str] = {
+    "consumer-lists": "conq.model.consumer_lists:ConsumerListsModel",
+    "ordered-consumption": "conq.model.ordered_consumption:OrderedConsumptionModel",
+    "recovery-deferral": "conq.model.recovery_deferral:RecoveryDeferralModel",
+}
+
+
+def model_names() -> list[str]:
+    """The registered models whose module is present in this distribution."""
+    return [name for name, target in MODELS.items() if importlib.util.find_spec(target.partition(":")[0]) is not None]
+
+
+def load_object(target: str) -> Any:
+    """The object a ``module:Name`` or ``FILE.py:Name`` target names."""
+    mod_name, _, obj_name = target.rpartition(":")
+    if not mod_name or not obj_name:
+        raise ModelError(f"expected module:Name or FILE.py:Name, got {target!r}")
+    if mod_name.endswith(".py"):
+        path = Path(mod_name)
+        if not path.is_file():
+            raise ModelError(f"file not found: {path}")
+        spec = importlib.util.spec_from_file_location(f"conq_user_{path.stem}", path)
+        assert spec and spec.loader
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module
+        spec.loader.exec_module(module)
+    else:
+        try:
+            module = importlib.import_module(mod_name)
+        except ImportError as e:
+            raise ModelError(f"cannot import module '{mod_name}': {e}") from None
+    try:
+        return getattr(module, obj_name)
+    except AttributeError:
+        raise ModelError(f"{mod_name} has no {obj_name}") from None
+
+
+def model_class(name: str) -> type[Model]:
+    target = MODELS.get(name, name)
+    if ":" not in target:
+        raise ModelError(f"unknown model '{name}' (known: {', '.join(MODELS) or 'none'}; or give FILE.py:Class)")
+    cls = load_object(target)
+    if not (isinstance(cls, type) and issubclass(cls, Model)):
+        raise ModelError(f"'{target}' is not a conq Model class")
+    return cls
+
+
+def load_model(name: str, config_name: str | None = None, overrides: Mapping[str, Any] | None = None) -> Model:
+    """Instantiate a model with one of its named configurations plus overrides."""
+    cls = model_class(name)
+    configs = cls.configs()
+    if config_name is None:
+        config_name = next(iter(configs))
+    if config_name not in configs:
+        raise ModelError(f"model '{cls.name}' has no configuration '{config_name}' (known: {', '.join(configs)})")
+    config = configs[config_name]
+    if overrides:
+        config = config_from_overrides(cls, config, overrides)
+    model = cls(config)
+    model.config_name = config_name  # type: ignore[attr-defined]
+    return model

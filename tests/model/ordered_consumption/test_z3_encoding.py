@@ -1,0 +1,240 @@
+"""The z3 encoding of ordered-consumption (model/ordered_consumption/z3_encoding.py):
+(a) every always property proved inductive for unbounded sizes on the
+reference configuration; (b) BMC finds each expected violation of the
+variants at the explorer's depth; (c) the encoding agrees with the executable
+model on random reachable states for every concrete action; (d) each
+strengthening is necessary (without it: a counterexample to induction)."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+import z3
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from conq import manifest
+from conq.model.ordered_consumption import state as oc
+from conq.model.ordered_consumption import OrderedConsumptionModel
+from conq.model.engines import symbolic
+from conq.model.engines.explorer import explore
+from conq.model.kernel import Kind
+from conq.model.ordered_consumption.z3_encoding import OrderedConsumptionEncoding
+from conq.model.engines.registry import load_model
+
+NAME = "ordered-consumption"
+
+
+def model(config="reference"):
+    return load_model(NAME, config)
+
+
+def always_props(m):
+    return [p.name for p in m.property_list() if p.kind is Kind.ALWAYS]
+
+
+# -- (a) unbounded proofs ----------------------------------------------------------------
+
+
+def test_registered_encoding():
+    enc = symbolic.encoding_for(model())
+    assert isinstance(enc, OrderedConsumptionEncoding)
+    assert set(enc.invariants()) == set(always_props(model()))
+    assert enc.bounded_only == {}
+
+
+def test_every_always_property_is_proved_for_every_size():
+    m = model()
+    enc = symbolic.encoding_for(m)
+    results = symbolic.prove_all(enc, m)
+    assert {r.prop for r in results} == set(always_props(m))
+    for r in results:
+        assert r.status == "proved", (r.prop, r.detail, r.cti)
+        assert r.strengthened_with == enc.strengthening.get(r.prop, [])
+
+
+def test_upstream_fifo_proved_with_the_server_gate():
+    """Upstream FIFO (no client lock, server gate): one-in-consumption holds for
+    another reason, with its own strengthening."""
+    m = model("push-fifo-upstream")
+    enc = symbolic.encoding_for(m)
+    r = symbolic.prove(enc, "fifo-one-in-consumption")
+    assert r.status == "proved", (r.detail, r.cti)
+    assert r.strengthened_with == ["held-is-invisible", "fifo-gate-one-invisible"]
+
+
+# -- (b) BMC agrees with the explorer ------------------------------------------------------
+
+
+def _bmc_cases():
+    enc_props = set(OrderedConsumptionEncoding().invariants())
+    return [(e.config, e.overrides, p) for e, p in manifest.bmc_cases(NAME, enc_props, slow=True)]
+
+
+def test_bmc_cases_cover_the_violated_always_properties():
+    assert {(c, p) for c, _, p in _bmc_cases()} == {
+        ("producer-upstream", "txn-single-attempt"),
+        ("push-fifo-dlq-exceeds", "consumed-at-most-max"),
+        ("mutant-fifo-no-lock", "fifo-one-in-consumption"),
+        ("mutant-standard-client-dlq", "standard-no-client-dlq"),
+    }
+
+
+@pytest.mark.parametrize("config,overrides,prop", _bmc_cases(), ids=lambda x: x if isinstance(x, str) else "")
+def test_bmc_finds_the_explorers_counterexample(config, overrides, prop):
+    m = load_model(NAME, config, overrides)
+    v = explore(m, liveness=False).verdict(prop)
+    assert v.path is not None
+    k = len(v.path)
+    r = symbolic.bmc(symbolic.encoding_for(m), m, prop, k)
+    assert r.status == "violated", r.detail
+    # the same length; bmc checks every depth up to k in turn, so none shorter exists
+    assert len(r.trace) - 1 == k
+    assert r.trace[0] in [m.view(x) for x in m.init_states()]
+
+
+def test_bmc_clean_on_the_reference_roles():
+    m = model("push-fifo")
+    r = symbolic.bmc(symbolic.encoding_for(m), m, "fifo-one-in-consumption", 4)
+    assert r.status == "holds-to-bound"
+
+
+# -- (c) faithfulness: z3 successors == executable successors ------------------------------
+
+
+def _walk(m, seed, steps, role=None):
+    rng = random.Random(seed)
+    inits = m.init_states()
+    roles = sorted({s[0] for s in inits})
+    role = roles[rng.randrange(len(roles))] if role is None else role
+    state = rng.choice([s for s in inits if s[0] == role])
+    for _ in range(steps):
+        succ = m.successors(state)
+        if not succ:
+            break
+        state = succ[rng.randrange(len(succ))][2]
+    return state
+
+
+_REF = model()
+_ENC = symbolic.encoding_for(_REF)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 100_000), steps=st.integers(0, 30))
+def test_encoding_agrees_with_the_executable_model_reference(seed, steps):
+    state = _walk(_REF, seed, steps)
+    # the reference is a disjoint union of roles: every action of the state's role
+    # (the executable model raises IndexError on another role's parameterless action)
+    assert symbolic.cross_check(_ENC, _REF, state, _ENC.concrete_actions_for(_REF, state[0])) == []
+
+
+VARIANTS = ["push-fifo-upstream", "push-standard-upstream", "push-fifo-dlq-exceeds", "mutant-fifo-no-lock",
+            "mutant-standard-client-dlq", "mutant-simple-retry", "mutant-push-ignore-bytes",
+            "mutant-fifo-unlock-no-signal", "producer-upstream", "mutant-producer-ignore-backoff",
+            "mutant-producer-fifo-rotates", "mutant-producer-skip-type-check"]
+_VAR = {c: model(c) for c in VARIANTS}
+_VENC = {c: symbolic.encoding_for(m) for c, m in _VAR.items()}
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(config=st.sampled_from(VARIANTS), seed=st.integers(0, 100_000), steps=st.integers(0, 30))
+def test_encoding_agrees_with_the_executable_model_variants(config, seed, steps):
+    m = _VAR[config]
+    state = _walk(m, seed, steps)
+    assert symbolic.cross_check(_VENC[config], m, state) == []  # single-role: every concrete action
+
+
+def test_cross_check_catches_drift():
+    class Drifted(OrderedConsumptionEncoding):
+        def actions(self):
+            acts = super().actions()
+            def consume(s, t, m):  # forgets that FIFO dead-letters at the maximum
+                return z3.And(s.role == oc.FIFO, self._msg(s, m), s.cli[m] == oc.C_CONSUMING,
+                              self._upd(s, t, cli=z3.Store(s.cli, m, oc.C_ACKING), cons=z3.Store(s.cons, m, s.cons[m] + 1)))
+            return [symbolic.SymAction("consume", a.params, self._concretize(symbolic.SymAction("consume", a.params, consume)))
+                    if a.name == "consume" else a for a in acts]
+
+    m = model("push-fifo")
+    state = m.replay([("receive", 0), ("dispatch", 0), ("take", 0)]).last
+    problems = symbolic.cross_check(Drifted(m.config), m, state, [("consume", 0)])
+    assert problems and problems[0].startswith("('consume', 0)")
+
+
+# -- (d) the strengthening is necessary ------------------------------------------------------
+
+
+# (property, auxiliary dropped (None: all of them), the action whose step then has a CTI).
+# prove() stops at the first action z3 cannot decide, so the CTI is asked of that action.
+NECESSARY = [
+    ("send-attempts-within-max", "attempts-left-while-sending", "send"),
+    ("txn-single-attempt", "txn-unsent-until-done", "send"),
+    ("fifo-one-in-consumption", None, "take"),
+    ("fifo-one-in-consumption", "fifo-consumer-holds-lock", "take"),
+    ("consumed-at-most-max", "fifo-cached-fresh", "take"),
+    ("consumed-at-most-max", "fifo-invisible-held", "expire"),
+    ("consumed-at-most-max", "fifo-no-change-invisible", "change_invisible"),
+    ("fifo-one-in-consumption", "fifo-lock-iff-worker", "dispatch"),
+    ("consumed-at-most-max", "fifo-consuming-below-max", "consume"),
+    ("consumed-at-most-max", "fifo-ready-undelivered", "receive"),
+]
+
+
+class _Only(OrderedConsumptionEncoding):
+    """Only one action, and sizes fixed at 3 messages, 2 queues, 2 threads: the
+    CTI search is then quantifier-free (decided reliably); a CTI of that size is
+    a CTI of the unbounded claim too."""
+
+    only = ""
+    bound = {"msg": 3, "queue": 2, "thread": 2}
+
+    def actions(self):
+        return [a for a in super().actions() if a.name == self.only]
+
+    def well_formed(self, s):
+        return z3.And(super().well_formed(s), s.n == 3, s.Q == 2, s.T == 2)
+
+
+@pytest.mark.parametrize("prop,aux,action", NECESSARY, ids=lambda x: str(x))
+def test_without_a_strengthening_invariant_the_property_is_not_inductive(prop, aux, action):
+    enc = _Only(model().config)
+    enc.only = action
+    assert aux is None or aux in enc.strengthening[prop]
+    enc.strengthening = {prop: [x for x in enc.strengthening[prop] if aux is not None and x != aux]}
+    r = symbolic.prove(enc, prop, timeout_ms=15_000)
+    assert r.status == "not-inductive", r.detail
+    assert r.cti["action"] == action and r.cti["before"] is not None and r.cti["after"] is not None
+
+
+def test_the_cti_is_readable():
+    enc = OrderedConsumptionEncoding(model().config)
+    enc.strengthening = {}
+    r = symbolic.prove(enc, "send-attempts-within-max")
+    assert r.cti["action"] == "send" and r.cti["failing"] == ["send-attempts-within-max"]
+    before, after = r.cti["before"], r.cti["after"]
+    assert before["phase"] == "send" and before["requests"] == before["max_send_attempts"]
+    assert after["requests"] == before["requests"] + 1
+
+
+def test_well_formedness_is_itself_inductive():
+    """prove() assumes well_formed in the pre-state: it must hold initially and be preserved."""
+    enc = OrderedConsumptionEncoding(model().config)
+    s, t = enc.fresh("s"), enc.fresh("t")
+    sol = z3.Solver()
+    sol.set("timeout", 20_000)
+    sol.add(enc.init(s), z3.Not(enc.well_formed(s)), s.n >= 0, s.Q >= 1, s.T >= 0, s.maxa >= 1, s.maxs >= 1,
+            s.thr_c >= 1, s.thr_b >= 1, s.batch >= 1,
+            enc.each("msg", s.n, lambda m: z3.And(0 <= s.mq[m], s.mq[m] < s.Q), name="msg!wf"))
+    assert sol.check() == z3.unsat
+    for a in enc.actions():
+        sol = z3.Solver()
+        sol.set("timeout", 20_000)
+        sol.add(enc.well_formed(s), enc._apply(a, s, t, ""), z3.Not(enc.well_formed(t)))
+        assert sol.check() == z3.unsat, a.name
+
+
+def test_standard_no_client_dlq_needs_no_strengthening():
+    enc = OrderedConsumptionEncoding(model().config)
+    assert "standard-no-client-dlq" not in enc.strengthening
+    assert symbolic.prove(enc, "standard-no-client-dlq").status == "proved"
