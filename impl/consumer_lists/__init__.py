@@ -9,9 +9,9 @@ Production-style, concurrent code (not the model again; it never imports ``conq.
 * ``queue``            -- the queue: message states, notification rules, ``deliver_single_message``,
                           credit, browsers, release/hold; the observation API (``Queue.snapshot``).
 * ``delivery``         -- consumer -> target -> session -> connection, and the IO-thread pool (the
-                          12 steps of the seed).
+                          12 steps of the seed); the failure policy for delivery callbacks.
 * ``workload``         -- a checked publish/consume workload over the whole chain (stress tests,
-                          seeded exploration, throughput benchmark).
+                          seeded exploration, fault injection, throughput and fault benchmarks).
 
 Each module's docstring states where its rules come from and its concurrency argument (what each
 lock or atomic step protects), written so that it holds without the GIL.

@@ -32,7 +32,9 @@ the rules of REFERENCE.md section 1, as upstream ``AbstractQueue`` (``notifyCons
   becomes available again: browsers see every message that is ever available while they browse.
 * ``remove_consumer`` releases what the consumer had acquired and, if it was Interested or Notified,
   notifies as for a loss of interest (upstream only closes it: a NOTIFIED consumer removed before it
-  pulled would strand the message it was notified for).  ``add_consumer`` notifies a consumer that
+  pulled would strand the message it was notified for).  The release is atomic with respect to
+  concurrent settles and acquisitions (see the method): after it returns no message is held by the
+  removed consumer, and a late settle by it is refused with a ``QueueError``.  ``add_consumer`` notifies a consumer that
   wants work ("Consumer becomes Interested"; upstream does not, which can strand a message that
   arrived before the only consumer).
 * Walks over Interested stop at the first consumer that has no work it may take: acquiring
@@ -42,6 +44,11 @@ the rules of REFERENCE.md section 1, as upstream ``AbstractQueue`` (``notifyCons
 * Credit: ``deliver`` allocates one credit before acquiring and restores it when acquisition fails;
   with credit exhausted the consumer's notify-work-desired turns false (seed: "Credit" is a reason for
   ``setNotifyWorkDesired``), and ``add_credit`` turns it back on.
+* Failed sends (the delivery chain's failure policy, ``delivery``): ``delivery_failed(m, c)`` counts a
+  failed delivery of ``m`` and releases it if ``c`` still holds it -- or, at ``max_delivery_failures``
+  (upstream ``maximumDeliveryAttempts``), dead-letters it (ACQUIRED -> DELETED, ``dead_lettered``);
+  ``release_owned(m, c)`` releases ``m`` only if ``c`` still holds it.  Neither raises when ``c`` no
+  longer holds ``m`` (settled, released, handed back by removal): one lock section checks and acts.
 
 Message states: AVAILABLE, ACQUIRED (owner = consumer id), HELD (not yet deliverable), DELETED.
 Message ids are assigned by ``enqueue``: 1, 2, 3, ... in queue order.  Consumer priorities: higher
@@ -74,7 +81,9 @@ Observation API (for the conformance checker)
 * Operations return what happened: ``enqueue`` -> message id; ``deliver_single_message`` -> message id
   or None; ``set_notify_work_desired`` -> whether the consumer's list changed; ``release``/``settle``/
   ``hold``/``unhold``/``delete_message`` -> True, or raise ``QueueError`` naming the message and its
-  state when the transition is not allowed; ``remove_consumer`` -> the state the consumer left.
+  state when the transition is not allowed; ``remove_consumer`` -> the state the consumer left;
+  ``release_owned`` -> whether it released; ``delivery_failed`` -> (``"released"`` |
+  ``"dead-lettered"`` | ``"not-held"``, the message's failure count, its payload).
 * ``notifications`` (when ``record_events``) is the notification event log.
 
 Concurrency argument
@@ -89,7 +98,12 @@ Locks, in the only order they are ever nested (outer first):
 3. ``Queue._lock`` -- protects the message list links, every message state/owner, the available
    count, the acquirers' cursor and requeue heap, every browser's pointer/re-offer/skipped-held
    bookkeeping, each consumer's ``acquired`` set and ``_first``.  It stands for the per-entry CAS of a
-   lock-free port; every critical section is O(1) amortised and calls nothing outside this module.
+   lock-free port; every critical section is O(1) amortised (``remove_consumer``'s: O(messages the
+   consumer holds), one release each) and calls nothing outside this module.  Invariant, kept by
+   every section that changes a message's state or owner: ``m in c._acquired`` iff ``m`` is ACQUIRED
+   with owner ``c`` -- so "does ``c`` still hold ``m``" is one lookup under the lock.  An acquisition
+   re-reads ``c.closed`` inside its section; ``remove_consumer`` sets it before its own section, so
+   no acquisition is serialised after a removal's release (``remove_consumer`` docstring).
 4. Delivery-chain locks (``delivery``) and ``_log_lock`` -- leaves.
 
 ``Queue._lock`` is never held while calling out (credit, QCM moves, notify_work), so the order above
@@ -113,7 +127,15 @@ from typing import Any
 from conq.impl.consumer_lists.consumer_manager import DEFAULT_PRIORITY, NodeState, QueueConsumerManager
 from conq.impl.scheduling import REAL
 
-__all__ = ["DEFAULT_PRIORITY", "MessageEntry", "MessageState", "Queue", "QueueConsumer", "QueueError"]
+__all__ = ["DEFAULT_MAX_DELIVERY_FAILURES", "DEFAULT_PRIORITY", "MessageEntry", "MessageState", "Queue",
+           "QueueConsumer", "QueueError"]
+
+#: failed deliveries after which a message is dead-lettered (``Queue.delivery_failed``).  Upstream's
+#: ``maximumDeliveryAttempts`` defaults to 0 (unbounded): a message whose delivery always fails is then
+#: redelivered forever, and -- being the oldest available message -- is what every pull returns first,
+#: so a single consumer never gets past it.  Bounded by default here ("a failing callback never stalls
+#: delivery"); ``max_delivery_failures=None`` restores upstream's behaviour.
+DEFAULT_MAX_DELIVERY_FAILURES = 10
 
 
 class QueueError(RuntimeError):
@@ -134,7 +156,7 @@ _DELETED = MessageState.DELETED
 
 
 class MessageEntry:
-    __slots__ = ("id", "next", "owner", "payload", "state")
+    __slots__ = ("failures", "id", "next", "owner", "payload", "state")
 
     def __init__(self, msg_id: int, state: MessageState, payload: Any = None) -> None:
         self.id = msg_id
@@ -142,6 +164,7 @@ class MessageEntry:
         self.payload = payload
         self.owner: Hashable | None = None
         self.next: MessageEntry | None = None
+        self.failures = 0  # failed deliveries (``Queue.delivery_failed``), guarded by Queue._lock
 
     def __repr__(self) -> str:
         return f"MessageEntry({self.id}, {self.state.name}, owner={self.owner!r})"
@@ -287,10 +310,15 @@ class Queue:
 
     ``record_events``: keep the notification log (``notifications``).  ``retain_deleted``: keep
     deleted messages addressable (for ``snapshot``); turn off for long runs so memory stays bounded.
+    ``max_delivery_failures``: a message whose delivery failed that many times is dead-lettered
+    (``delivery_failed``); None: never (upstream's default ``maximumDeliveryAttempts`` = 0).
     """
 
     def __init__(self, sched: Any = REAL, name: str = "queue", *, record_events: bool = True,
-                 retain_deleted: bool = True) -> None:
+                 retain_deleted: bool = True,
+                 max_delivery_failures: int | None = DEFAULT_MAX_DELIVERY_FAILURES) -> None:
+        if max_delivery_failures is not None and max_delivery_failures < 1:
+            raise ValueError(f"queue {name!r}: max_delivery_failures must be None or >= 1, got {max_delivery_failures}")
         self._sched = sched
         self.name = name
         self.qcm = QueueConsumerManager(sched)
@@ -310,6 +338,8 @@ class Queue:
         self._browsers: dict[Hashable, QueueConsumer] = {}
         self.record_events = record_events
         self.retain_deleted = retain_deleted
+        self.max_delivery_failures = max_delivery_failures
+        self.dead_lettered = 0  # messages removed by delivery_failed after max_delivery_failures
         self.notifications: list[Hashable] = []
 
     # ================================================================================================
@@ -352,18 +382,45 @@ class Queue:
         """Unregister ``consumer``; its acquired messages are released (unless told otherwise).
         If it was Interested or Notified, one other consumer is notified as when a consumer loses
         interest (upstream only closes the consumer, which can strand a message a NOTIFIED consumer
-        was expected to pull).  Returns the name of the state it left, or None if already removed."""
+        was expected to pull).  Returns the name of the state it left, or None if already removed.
+
+        Atomic with respect to concurrent settles, releases and acquisitions (issue 13, item 6):
+
+        1. ``closed`` is set (under the consumer's lock) before anything else, then the QCM moves
+           the consumer to REMOVED: no later move (notification) of it succeeds, and its IO thread
+           pulls nothing more (``deliver_single_message`` checks ``closed``; see 3 for a pull
+           already past that check).
+        2. One ``Queue._lock`` critical section releases *every* message the consumer holds at that
+           moment.  Invariant (every writer holds ``Queue._lock``): ``m in c._acquired`` iff message
+           ``m`` is ACQUIRED with owner ``c``.  So a settle or release serialised before the section
+           already took ``m`` out of ``_acquired`` and the section leaves it alone; one serialised
+           after it finds ``m`` AVAILABLE again (or re-acquired by another consumer) and gets a
+           ``QueueError`` -- the settle arrived after the consumer was closed, the message was
+           handed back (upstream likewise: an accept only dequeues an entry that
+           ``makeAcquisitionUnstealable(consumer)`` finds still acquired by that consumer).
+           Nothing is released twice and nothing in between can make the removal fail half-way.
+        3. An acquisition re-reads ``closed`` inside its own ``Queue._lock`` section
+           (``_attempt_delivery``); ``closed`` was written before step 2 took the lock, so an
+           acquisition serialised after step 2 sees it and is refused, and one serialised before is
+           released by step 2: no message is left owned by a removed consumer.
+        4. The notifications (released messages, hand-over of the consumer's wake-up) run after the
+           section, outside every lock, as for ``release``; they cannot fail on message state.
+        """
         with consumer._lock:
             consumer.closed = True
             consumer.desired = False
             previous = self.qcm.remove_consumer(consumer)
         if previous is None:
             return None
+        released: list[tuple[MessageEntry, list[QueueConsumer]]] = []
         with self._lock:
             self._browsers.pop(consumer.id, None)
-            to_release = sorted(consumer._acquired) if release_acquired else []
-        for msg_id in to_release:
-            self.release(msg_id)
+            if release_acquired:
+                for msg_id in sorted(consumer._acquired):
+                    entry = self._entries[msg_id]  # ACQUIRED by consumer (invariant), so not deleted
+                    released.append((entry, self._release_locked(entry, consumer)))
+        for entry, unseen in released:
+            self._notify_released(entry, unseen)
         if consumer.acquires and previous in (NodeState.INTERESTED, NodeState.NOTIFIED):
             self._notify_after_loss_of_interest()
         return previous.name
@@ -403,25 +460,74 @@ class Queue:
             owner = self._consumers.get(entry.owner)  # type: ignore[arg-type]
             if consumer is not None and consumer is not owner:
                 raise QueueError(f"release of message {msg_id} by {consumer.id!r}: it is owned by {entry.owner!r}")
-            entry.state = _AVAILABLE
-            entry.owner = None
-            if owner is not None:
-                owner._acquired.discard(msg_id)
-            self._available += 1
-            self._make_visible_again_locked(entry)
-            # A browser that passed the message while it was acquired never saw it: offer it now.
-            # A browser that saw it is not shown it twice (upstream seesRequeues=false for browsers).
-            unseen = []
-            for b in self._browsers.values():
-                if b._skipped_acquired.pop(msg_id, None) is not None:
-                    b._reoffer[msg_id] = entry
-                if msg_id in b._reoffer or msg_id > b._last_seen.id:  # type: ignore[union-attr]
-                    unseen.append(b)
+            unseen = self._release_locked(entry, owner)
+        self._notify_released(entry, unseen)
+        return True
+
+    def release_owned(self, msg_id: int, consumer: QueueConsumer) -> bool:
+        """Release ``msg_id`` if ``consumer`` still holds it (ACQUIRED by ``consumer`` -> AVAILABLE,
+        notified as ``release``) and return True; otherwise -- settled, released, re-acquired by
+        another consumer, or handed back by ``remove_consumer`` -- change nothing and return False.
+        The check and the release are one ``Queue._lock`` section, so this never races with a
+        concurrent settle or removal (the delivery chain's policy for a failed send)."""
+        with self._lock:
+            entry = self._entries.get(msg_id)
+            if entry is None or msg_id not in consumer._acquired:  # invariant: ACQUIRED by consumer
+                return False
+            unseen = self._release_locked(entry, consumer)
+        self._notify_released(entry, unseen)
+        return True
+
+    def delivery_failed(self, msg_id: int, consumer: QueueConsumer) -> tuple[str, int, Any]:
+        """The delivery chain's policy for a send that failed (``delivery``: failure policy).  In one
+        ``Queue._lock`` section: if ``consumer`` no longer holds ``msg_id`` (settled, released,
+        handed back by ``remove_consumer``) nothing changes -> ``"not-held"``; else the message's
+        failure count goes up and it is released (ACQUIRED -> AVAILABLE, notified as ``release``)
+        -> ``"released"``, or, at ``max_delivery_failures``, dead-lettered: ACQUIRED -> DELETED and
+        counted in ``dead_lettered`` -> ``"dead-lettered"`` (upstream: a message delivered more than
+        ``maximumDeliveryAttempts`` times is routed to the alternate binding, else discarded; here the
+        caller hands it on, e.g. to a dead-letter hook).  Returns (outcome, failure count, payload)."""
+        with self._lock:
+            entry = self._entries.get(msg_id)
+            if entry is None or msg_id not in consumer._acquired:  # invariant: ACQUIRED by consumer
+                return "not-held", 0 if entry is None else entry.failures, None
+            entry.failures += 1
+            failures, payload = entry.failures, entry.payload
+            limit = self.max_delivery_failures
+            if limit is not None and failures >= limit:
+                consumer._acquired.discard(msg_id)
+                self._delete_locked(entry)
+                self.dead_lettered += 1
+                return "dead-lettered", failures, payload
+            unseen = self._release_locked(entry, consumer)
+        self._notify_released(entry, unseen)
+        return "released", failures, payload
+
+    def _release_locked(self, entry: MessageEntry, owner: QueueConsumer | None) -> list[QueueConsumer]:
+        """ACQUIRED -> AVAILABLE under ``Queue._lock``; returns the browsers to offer it to."""
+        msg_id = entry.id
+        entry.state = _AVAILABLE
+        entry.owner = None
+        if owner is not None:
+            owner._acquired.discard(msg_id)
+        self._available += 1
+        self._make_visible_again_locked(entry)
+        # A browser that passed the message while it was acquired never saw it: offer it now.
+        # A browser that saw it is not shown it twice (upstream seesRequeues=false for browsers).
+        unseen = []
+        for b in self._browsers.values():
+            if b._skipped_acquired.pop(msg_id, None) is not None:
+                b._reoffer[msg_id] = entry
+            if msg_id in b._reoffer or msg_id > b._last_seen.id:  # type: ignore[union-attr]
+                unseen.append(b)
+        return unseen
+
+    def _notify_released(self, entry: MessageEntry, unseen: list[QueueConsumer]) -> None:
+        """After a release (outside the lock): the browsers that never saw it, then one acquirer."""
         for b in unseen:
             if b.state is NodeState.NON_ACQUIRING:
                 self._notify_consumer(b)
         self._notify_consumers(entry, browsers=False)
-        return True
 
     def settle(self, msg_id: int, consumer: QueueConsumer | None = None) -> bool:
         """ACQUIRED -> DELETED (the consumer accepted the message)."""
@@ -659,7 +765,8 @@ class Queue:
             if not c._allocate_credit():
                 return None  # no credit: wait for add_credit (which turns desired back on)
             with self._lock:
-                acquired = entry.state is _AVAILABLE
+                # ``closed`` re-read under the lock: no acquisition after remove_consumer's release
+                acquired = entry.state is _AVAILABLE and not c.closed
                 if acquired:
                     entry.state = _ACQUIRED
                     entry.owner = c.id

@@ -1,15 +1,16 @@
-"""A publish/consume workload over the whole chain, with its correctness checks.
+"""A publish/consume workload over the whole chain, with its correctness checks and fault injection.
 
 What it is
 ----------
 One driver used by the stress test (real threads), by the seeded exploration test (deterministic
-scheduler) and by the throughput benchmark: publisher threads enqueue, connections with sessions,
-targets and consumers (acquiring consumers of several priorities, browsers, credit windows) pull
-through the 12-step chain on an ``IOThreadPool``, an optional thread toggles flow control, and the
-run is checked:
+scheduler), by the fault tests and by the benchmarks: publisher threads enqueue, connections with
+sessions, targets and consumers (acquiring consumers of several priorities, browsers, credit windows)
+pull through the 12-step chain on an ``IOThreadPool``, an optional thread toggles flow control, and
+the run is checked:
 
 * nothing lost and nothing acquired twice (every message settled exactly once, by its owner);
-* every browser saw messages at most once and in queue order, and saw *every* message of the
+* every browser saw messages at most once and in queue order (with faults that release messages:
+  at most once -- a released message it had passed is offered to it later), and saw *every* message of the
   browse phase (published while all acquiring consumers were suspended);
 * no lost wake-up: once publishing and toggling are over every message is consumed.  Under the
   deterministic scheduler a timed wait only fires when no logical thread can run (virtual time), so
@@ -18,10 +19,47 @@ run is checked:
   same condition is detected as "no progress for ``stall_timeout`` seconds";
 * bounded completion: every wait has a timeout and a hang becomes a ``WorkloadError``.
 
+Fault injection (``faults=Faults(...)``)
+----------------------------------------
+Seeded faults on top of the flow toggling (``flow_toggles``):
+
+* **callback exceptions** -- the client callback (the connection's sink) raises ``InjectedFault``
+  for a delivery with probability ``callback_error_rate``, and always for the ``poison`` message
+  ids (after the client granted credit, before it settles);
+* **consumer close mid-delivery** -- with probability ``close_rate`` the callback closes its own
+  consumer while holding the message, before settling (``Queue.remove_consumer`` on the IO thread);
+  and a churn thread closes ``closes`` acquiring consumers while deliveries run; each closed consumer
+  is replaced by a new one with the same spec on the same target;
+* **credit storms** -- a storm thread, ``credit_storms`` times, takes a consumer with a credit window
+  and does ``set_credit(0)`` then ``storm_size`` x ``add_credit(1)`` (racing with its deliveries and
+  the client's own re-grants).
+
+Which deliveries fail or close is a pure function of (``seed``, message id, the message's delivery
+attempt): the same seed injects the same faults on every scheduler and every run.  The churn and
+storm threads pace themselves by consumption progress on real threads (their k-th action waits for
+k/(n+1) of the messages to be settled), so their faults land while deliveries run.  The checks, on
+top of the ones above:
+
+* nothing lost: every message is settled exactly once or dead-lettered (a ``poison`` message, after
+  the queue's ``max_delivery_failures``; no other message may be) -- never both;
+* nothing acquired twice: a message is delivered to an acquiring consumer only while no other
+  consumer holds it -- the previous holder settled it, its delivery failed (the policy released it),
+  or it was being closed (removal released it); a settle by a consumer that is not closing never
+  fails; after the run no consumer, closed or not, holds a message;
+* no stall: as above (every injected fault must leave delivery going);
+* every failure reported: each injected exception reaches the pool's ``on_delivery_error`` hook
+  exactly once, with the outcome the policy promises ("released"/"dead-lettered", or "not-held" for
+  a consumer being closed, "browsed" for a browser), and no other failure (delivery or internal) is
+  reported at all.  A violation fails the run as soon as it is seen, not only at the end.
+
 Concurrency argument: this module only uses the public operations of ``queue`` and ``delivery`` plus
-its own counters under ``_lock`` (a leaf lock).  The per-connection records are written only by the
-IO thread currently processing that connection (the ``scheduled`` token of ``delivery``) and read by
-the main thread after the IO pool is stopped (join = happens-before).
+its own state under ``_lock`` (a leaf lock): counters, the holder map, the registry of consumers.
+The per-consumer client records (``_Client``) are written only by the IO thread currently processing
+that consumer's connection (the ``scheduled`` token of ``delivery``) and read by the main thread after
+the IO pool is stopped (join = happens-before).  ``_clients`` gains entries (a replacement consumer)
+while IO threads look up others: each dict operation is atomic in CPython, with or without the GIL
+(free-threaded builds lock a dict per operation), and an entry is inserted before its consumer is
+subscribed, so no delivery can look it up before it exists.
 """
 
 from __future__ import annotations
@@ -31,15 +69,20 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from conq.impl.consumer_lists.delivery import Connection, IOThreadPool
-from conq.impl.consumer_lists.queue import DEFAULT_PRIORITY, Queue, QueueConsumer
-from conq.impl.scheduling import REAL
+from conq.impl.consumer_lists.delivery import Connection, ConsumerTarget, DeliveryFailure, IOThreadPool
+from conq.impl.consumer_lists.queue import DEFAULT_PRIORITY, Queue, QueueConsumer, QueueError
+from conq.impl.scheduling import REAL, DeterministicScheduler
 
-__all__ = ["ConsumerSpec", "WorkloadError", "WorkloadResult", "run_workload"]
+__all__ = ["ConsumerSpec", "Faults", "InjectedFault", "WorkloadError", "WorkloadResult", "run_schedule", "run_workload",
+           "schedule_shape"]
 
 
 class WorkloadError(AssertionError):
     """A correctness check of the workload failed (the message says which, with evidence)."""
+
+
+class InjectedFault(Exception):
+    """Raised on purpose by the workload's client callback (fault injection)."""
 
 
 @dataclass(frozen=True)
@@ -47,6 +90,31 @@ class ConsumerSpec:
     priority: int = DEFAULT_PRIORITY
     acquires: bool = True
     credit_window: int | None = None  # None: unlimited credit; else re-granted when it runs out
+
+
+@dataclass(frozen=True)
+class Faults:
+    """Seeded faults injected by the workload (module docstring); all off by default."""
+
+    callback_error_rate: float = 0.0  # P(the client callback raises InjectedFault) per delivery
+    close_rate: float = 0.0  # P(the callback closes its own acquiring consumer mid-delivery)
+    closes: int = 0  # acquiring consumers closed (and replaced) by a churn thread
+    credit_storms: int = 0  # storm bursts on consumers with a credit window
+    storm_size: int = 16  # add_credit(1) calls per burst
+    poison: tuple[int, ...] = ()  # message ids whose callback always fails (must be dead-lettered)
+
+    def __post_init__(self) -> None:
+        for name in ("callback_error_rate", "close_rate"):
+            v = getattr(self, name)
+            if not 0.0 <= v < 1.0:
+                raise ValueError(f"Faults.{name} must be in [0, 1), got {v}")
+        if self.closes < 0 or self.credit_storms < 0 or self.storm_size < 1:
+            raise ValueError("Faults: closes and credit_storms must be >= 0, storm_size >= 1")
+
+    @property
+    def redelivers(self) -> bool:
+        """Whether a message may legitimately reach more than one acquiring consumer."""
+        return bool(self.callback_error_rate or self.close_rate or self.closes or self.poison)
 
 
 @dataclass
@@ -57,6 +125,13 @@ class WorkloadResult:
     browsed: dict[Any, int] = field(default_factory=dict)  # browser id -> messages seen
     notifications: int = 0
     steps: int = 0  # deterministic scheduler steps (0 on real threads)
+    settled: int = 0  # messages settled by a consumer
+    dead_lettered: list[int] = field(default_factory=list)  # message ids dead-lettered
+    injected: int = 0  # callback exceptions injected
+    reported: int = 0  # delivery failures reported by the pool's hook
+    closes: int = 0  # consumers closed mid-run (churn thread and callbacks)
+    storms: int = 0  # credit-storm bursts
+    redeliveries: int = 0  # deliveries to acquiring consumers beyond the first of each message
 
     @property
     def rate(self) -> float:
@@ -77,6 +152,7 @@ def run_workload(
     stall_timeout: float = 10.0,
     batch: int = 64,
     check: bool = True,
+    faults: Faults | None = None,
 ) -> WorkloadResult:
     """Run the workload (see module docstring) and return what happened; raise ``WorkloadError``."""
     if connections is None:
@@ -85,7 +161,7 @@ def run_workload(
 
     def main() -> None:
         box["result"] = _Run(sched, publishers, messages_per_publisher, connections, io_threads, flow_toggles,
-                             browse_phase_messages, seed, timeout, stall_timeout, batch, check).run()
+                             browse_phase_messages, seed, timeout, stall_timeout, batch, check, faults).run()
 
     sched.run(main)
     result: WorkloadResult = box["result"]
@@ -93,30 +169,97 @@ def run_workload(
     return result
 
 
+def schedule_shape(seed: int) -> tuple[list[list[ConsumerSpec]], dict[str, Any]]:
+    """The workload shape seed ``seed`` of the conformance ``schedules`` engine runs
+    (``conformance/consumer_lists/mutants.py``: ``engine_schedules``; kept identical, which
+    ``tests/impl/test_scheduling.py`` checks): three shapes in rotation, batch 2."""
+    mixed = [
+        [ConsumerSpec(priority=10, credit_window=2), ConsumerSpec(priority=5)],
+        [ConsumerSpec(acquires=False), ConsumerSpec(priority=5, credit_window=1)],
+        [ConsumerSpec(priority=1), ConsumerSpec(acquires=False, credit_window=3)],
+    ]
+    shapes = [
+        (mixed, dict(publishers=2, messages_per_publisher=6, io_threads=2, flow_toggles=4, browse_phase_messages=2)),
+        ([[ConsumerSpec()]], dict(publishers=1, messages_per_publisher=6, io_threads=1, flow_toggles=0, browse_phase_messages=0)),
+        ([[ConsumerSpec(priority=5), ConsumerSpec(priority=5)], [ConsumerSpec(priority=1, credit_window=1)]],
+         dict(publishers=2, messages_per_publisher=4, io_threads=2, flow_toggles=2, browse_phase_messages=0)),
+    ]
+    conns, kw = shapes[seed % len(shapes)]
+    return conns, dict(kw, seed=seed, batch=2)
+
+
+def run_schedule(seed: int, **overrides: Any) -> WorkloadResult:
+    """Seed ``seed`` of the ``schedules`` engine on the reference: its shape under
+    ``DeterministicScheduler(seed, strategy="pct" if seed is odd else "random", pct_steps=400)``."""
+    conns, kw = schedule_shape(seed)
+    sched = DeterministicScheduler(seed, strategy="pct" if seed % 2 else "random", pct_steps=400)
+    return run_workload(sched=sched, connections=conns, **(kw | overrides))
+
+
+_M64 = (1 << 64) - 1
+
+
+def _draw(seed: int, msg_id: int, attempt: int, salt: int) -> float:
+    """A uniform number in [0, 1) that depends only on its arguments (splitmix64 finaliser)."""
+    x = (seed * 0x9E3779B97F4A7C15 + msg_id * 0xBF58476D1CE4E5B9 + attempt * 0x94D049BB133111EB + salt) & _M64
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & _M64
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & _M64
+    return (x ^ (x >> 31)) / 2.0**64
+
+
+class _Client:
+    """The client side of one consumer: its spec, target and what it received."""
+
+    __slots__ = ("records", "spec", "target")
+
+    def __init__(self, spec: ConsumerSpec, target: ConsumerTarget) -> None:
+        self.spec = spec
+        self.target = target
+        self.records: list[int] = []
+
+
 class _Run:
     def __init__(self, sched: Any, publishers: int, per_publisher: int, connections: list[list[ConsumerSpec]],
                  io_threads: int, flow_toggles: int, browse_phase: int, seed: int, timeout: float,
-                 stall_timeout: float, batch: int, check: bool) -> None:
+                 stall_timeout: float, batch: int, check: bool, faults: Faults | None) -> None:
         self.sched = sched
         self.det = bool(getattr(sched, "deterministic", False))
         self.publishers = publishers
         self.per_publisher = per_publisher
         self.flow_toggles = flow_toggles
         self.browse_phase = browse_phase
+        self.seed = seed
         self.rng = random.Random(seed)
         self.timeout = timeout
         self.stall_timeout = stall_timeout
         self.check = check
+        self.faults = faults if faults is not None else Faults()
+        self.faulty = faults is not None and faults != Faults()
+        self.track = self.faults.redelivers  # holder tracking (redelivery is legitimate)
+        self.poison = frozenset(self.faults.poison)
         self.total = publishers * per_publisher + browse_phase
+        if any(not 1 <= m <= self.total for m in self.poison):
+            raise ValueError(f"poison message ids must be in 1..{self.total}")
         self.queue = Queue(sched, "q", record_events=False, retain_deleted=False)
-        self.pool = IOThreadPool(sched, io_threads)
+        self.pool = IOThreadPool(sched, io_threads, on_delivery_error=self._on_delivery_failure,
+                                 on_error=self._on_internal_error)
         self._lock = sched.lock("workload")
         self._cv = sched.condition(self._lock, "workload.progress")
         self.settled = 0
+        self.settle_counts = bytearray(self.total + 1)  # message id -> successful settles (capped)
+        self.dead: set[int] = set()
+        self.holder: dict[int, Any] = {}  # message id -> acquiring consumer that holds it (track mode)
+        self.attempts: dict[int, int] = {}  # message id -> deliveries to acquiring consumers (track mode)
+        self.closing: set[Any] = set()  # consumer ids being closed (or closed) by the run
+        self.injected = 0
+        self.reported = 0
+        self.closes = 0
+        self.storms = 0
+        self.violations: list[str] = []
+        self._pacing = True
         self.acquirers: list[QueueConsumer] = []
         self.browsers: list[QueueConsumer] = []
-        self.records: dict[Any, list[int]] = {}
-        self.windows: dict[Any, int | None] = {}
+        self._clients: dict[Any, _Client] = {}
         self.connections: list[Connection] = []
         for ci, specs in enumerate(connections):
             conn = Connection(f"c{ci}", pool=self.pool, sched=sched, sink=self._sink)
@@ -124,8 +267,7 @@ class _Run:
             for ti, spec in enumerate(specs):
                 target = session.create_target(batch=batch)
                 cid = f"c{ci}.{ti}" + ("" if spec.acquires else "b")
-                self.records[cid] = []
-                self.windows[cid] = spec.credit_window
+                self._clients[cid] = _Client(spec, target)
                 c = target.subscribe(self.queue, cid, priority=spec.priority, acquires=spec.acquires,
                                      credit=spec.credit_window)
                 (self.acquirers if spec.acquires else self.browsers).append(c)
@@ -135,17 +277,153 @@ class _Run:
 
     # -- IO thread side ----------------------------------------------------------------------------
     def _sink(self, consumer: QueueConsumer, msg_id: int) -> None:
-        """Step 12 plus the client's reaction: settle what was acquired, grant more credit."""
-        self.records[consumer.id].append(msg_id)
-        window = self.windows[consumer.id]
+        """Step 12 plus the client's reaction: grant more credit, (faults,) settle what was acquired."""
+        cid = consumer.id
+        client = self._clients[cid]
+        client.records.append(msg_id)
+        window = client.spec.credit_window
         if window is not None and consumer.credit == 0:
             consumer.add_credit(window)
-        if consumer.acquires:
-            self.queue.settle(msg_id, consumer)
+        if not self.faulty:
+            if consumer.acquires:
+                self.queue.settle(msg_id, consumer)
+                with self._lock:
+                    self.settled += 1
+                    if self.settled >= self.total:
+                        self._cv.notify_all()
+            return
+        self._faulty_sink(consumer, msg_id)
+
+    def _faulty_sink(self, consumer: QueueConsumer, msg_id: int) -> None:
+        cid = consumer.id
+        f = self.faults
+        attempt = 0
+        if consumer.acquires and self.track:
             with self._lock:
-                self.settled += 1
-                if self.settled >= self.total:
+                holder = self.holder.get(msg_id)
+                if holder is not None and holder not in self.closing:
+                    self._violation_locked(f"message {msg_id} delivered to {cid!r} while {holder!r} holds it "
+                                           f"(acquired twice)")
+                self.holder[msg_id] = cid
+                attempt = self.attempts[msg_id] = self.attempts.get(msg_id, 0) + 1
+        if msg_id in self.poison or (f.callback_error_rate and _draw(self.seed, msg_id, attempt, 1) < f.callback_error_rate):
+            with self._lock:
+                self.injected += 1
+                if self.holder.get(msg_id) == cid:
+                    del self.holder[msg_id]  # the failure policy releases it (or dead-letters it)
+            raise InjectedFault(f"injected: message {msg_id} to {cid!r} (attempt {attempt})")
+        if not consumer.acquires:
+            return
+        if f.close_rate and _draw(self.seed, msg_id, attempt, 2) < f.close_rate:
+            # the client goes away while holding the message: no settle; removal releases it
+            self._close_and_replace(consumer)
+            with self._lock:
+                if self.holder.get(msg_id) == cid:
+                    del self.holder[msg_id]
+            return
+        try:
+            self.queue.settle(msg_id, consumer)
+        except QueueError as exc:
+            with self._lock:
+                if cid in self.closing:  # closed meanwhile: removal released it, a late settle is refused
+                    if self.holder.get(msg_id) == cid:
+                        del self.holder[msg_id]
+                    return
+                self._violation_locked(f"settle of message {msg_id} by {cid!r}, which holds it, failed: {exc}")
+            return
+        with self._lock:
+            if self.holder.get(msg_id) == cid:
+                del self.holder[msg_id]
+            self.settled += 1
+            if self.settle_counts[msg_id] < 255:
+                self.settle_counts[msg_id] += 1
+            if self.settle_counts[msg_id] > 1 or msg_id in self.dead:
+                self._violation_locked(f"message {msg_id} settled after it was settled or dead-lettered")
+            if self.settled + len(self.dead) >= self.total:
+                self._cv.notify_all()
+
+    def _on_delivery_failure(self, failure: DeliveryFailure) -> None:
+        """The pool's ``on_delivery_error`` hook (IO thread): every failure must be an injected one."""
+        with self._lock:
+            self.reported += 1
+            cid = failure.consumer.id
+            if not isinstance(failure.error, InjectedFault):
+                self._violation_locked(f"unexpected delivery failure: {failure}")
+                return
+            expected = ({"browsed"} if not failure.consumer.acquires
+                        else {"released", "dead-lettered"} | ({"not-held"} if cid in self.closing else set()))
+            if failure.outcome not in expected:
+                self._violation_locked(f"failure policy: {failure} (expected {sorted(expected)})")
+            if failure.outcome == "dead-lettered":
+                m = failure.msg_id
+                if m not in self.poison:
+                    self._violation_locked(f"message {m} dead-lettered but it is not a poison message: {failure}")
+                if m in self.dead or self.settle_counts[m]:
+                    self._violation_locked(f"message {m} dead-lettered after it was settled or dead-lettered")
+                self.dead.add(m)
+                if self.settled + len(self.dead) >= self.total:
                     self._cv.notify_all()
+
+    def _on_internal_error(self, connection: Connection, exc: Exception) -> None:
+        with self._lock:
+            self._violation_locked(f"internal failure on connection {connection.name!r}: {type(exc).__name__}: {exc}")
+
+    def _violation_locked(self, text: str) -> None:
+        self.violations.append(text)
+        self._cv.notify_all()  # the main thread fails the run now, not at the end
+
+    # -- consumer churn (IO threads and the churn thread) ---------------------------------------------
+    def _close_and_replace(self, victim: QueueConsumer) -> None:
+        with self._lock:
+            if victim.id in self.closing:
+                return
+            self.closing.add(victim.id)
+            k = self.closes
+            self.closes += 1
+        self.queue.remove_consumer(victim)
+        old = self._clients[victim.id]
+        new_id = f"{victim.id}~{k}"
+        self._clients[new_id] = _Client(old.spec, old.target)  # registered before it can receive anything
+        c = old.target.subscribe(self.queue, new_id, priority=old.spec.priority, acquires=True,
+                                 credit=old.spec.credit_window)
+        with self._lock:
+            self.acquirers.append(c)
+
+    def _pace(self, k: int, n: int) -> None:
+        """Real threads: wait until k/(n+1) of the messages are consumed (or the run is over)."""
+        if self.det:
+            return
+        target = self.total * (k + 1) // (n + 1)
+        deadline = time.monotonic() + self.timeout
+        while self._pacing and self.settled + len(self.dead) < target and time.monotonic() < deadline:
+            time.sleep(0.0005)
+
+    def _closer(self) -> None:
+        rng = random.Random(_draw(self.seed, 0, 0, 3))
+        n = self.faults.closes
+        for k in range(n):
+            self._pace(k, n)
+            with self._lock:
+                live = [c for c in self.acquirers if c.id not in self.closing]
+            if live:
+                self._close_and_replace(rng.choice(live))
+
+    def _stormer(self) -> None:
+        rng = random.Random(_draw(self.seed, 0, 0, 4))
+        n = self.faults.credit_storms
+        for k in range(n):
+            self._pace(k, n)
+            with self._lock:
+                cands = [c for c in self.acquirers + self.browsers
+                         if c.id not in self.closing and self._clients[c.id].spec.credit_window is not None]
+            if not cands:
+                continue
+            c = rng.choice(cands)
+            c.set_credit(0)
+            for _ in range(self.faults.storm_size):
+                c.add_credit(1)
+            with self._lock:
+                self.storms += 1
 
     # -- other threads -------------------------------------------------------------------------------
     def _publisher(self, n: int) -> None:
@@ -155,20 +433,30 @@ class _Run:
     def _toggler(self) -> None:
         rng = random.Random(self.rng.random())
         for _ in range(self.flow_toggles):
-            c = rng.choice(self.acquirers + self.browsers)
+            with self._lock:
+                candidates = self.acquirers + self.browsers
+            c = rng.choice(candidates)
             c.set_flow(False)
             if not self.det:
                 time.sleep(0.0005 * rng.random())
             c.set_flow(True)
 
     # -- main ----------------------------------------------------------------------------------------
+    def _consumed(self) -> int:
+        return self.settled + len(self.dead)
+
     def _wait(self, done: Any, what: str, progress: Any) -> None:
-        """Wait until ``done()``; fail on quiescence (deterministic) / stall or deadline (real)."""
+        """Wait until ``done()``; fail on a violation, on quiescence (deterministic) / stall or
+        deadline (real)."""
         deadline = time.monotonic() + self.timeout
         last, last_change = progress(), time.monotonic()
         with self._cv:
             while not done():
+                if self.violations:
+                    raise self._failure(f"{what}: {self.violations[0]}")
                 notified = self._cv.wait(1.0 if self.det else 0.05)
+                if self.violations:
+                    raise self._failure(f"{what}: {self.violations[0]}")
                 if self.det:
                     if not notified and not done():
                         raise self._failure(f"{what}: went quiescent before completion (lost wake-up)")
@@ -187,9 +475,10 @@ class _Run:
         available = [m for m, v in snap["messages"].items() if v["state"] == "available"]
         idle = [cid for cid, v in snap["consumers"].items()
                 if v["acquiring"] and v["notify_work_desired"] and v["state"] in ("INTERESTED", "NOTIFIED")]
+        more = f" (+{len(self.violations) - 1} more violations)" if len(self.violations) > 1 else ""
         return WorkloadError(
-            f"{text}; settled {self.settled}/{self.total}; available messages {available[:10]} "
-            f"(count {snap['available_count']}); acquiring consumers wanting work {idle}; "
+            f"{text}{more}; settled {self.settled}/{self.total}, dead-lettered {len(self.dead)}; available messages "
+            f"{available[:10]} (count {snap['available_count']}); acquiring consumers wanting work {idle}; "
             f"lists: interested={snap['interested']} notified={snap['notified']} "
             f"not_interested={snap['not_interested']}; pending connections "
             f"{[c.name for c in self.connections if c.has_pending_work() or c.scheduled]}"
@@ -204,10 +493,22 @@ class _Run:
             handles = [self.sched.spawn(lambda n=n: self._publisher(n), f"pub{n}") for n in range(self.publishers)]
             if self.flow_toggles:
                 handles.append(self.sched.spawn(self._toggler, "toggler"))
-            for h in handles:
-                if not h.join(self.timeout):
-                    raise self._failure(f"thread {h.name} did not finish in {self.timeout}s")
-            self._wait(lambda: self.settled >= self.total, "consumption", lambda: self.settled)
+            # the fault threads pace themselves by consumption: joined once it is over
+            late = []
+            if self.faults.closes:
+                late.append(self.sched.spawn(self._closer, "closer"))
+            if self.faults.credit_storms:
+                late.append(self.sched.spawn(self._stormer, "stormer"))
+            try:
+                for h in handles:
+                    if not h.join(self.timeout):
+                        raise self._failure(f"thread {h.name} did not finish in {self.timeout}s")
+                self._wait(lambda: self._consumed() >= self.total, "consumption", self._consumed)
+            finally:
+                self._pacing = False
+                for h in late:
+                    if not h.join(self.timeout):
+                        raise self._failure(f"thread {h.name} did not finish in {self.timeout}s")
         finally:
             self.pool.stop(timeout=self.timeout)
         elapsed = time.perf_counter() - start
@@ -216,9 +517,16 @@ class _Run:
         return WorkloadResult(
             messages=self.total,
             elapsed=elapsed,
-            deliveries={c.id: len(self.records[c.id]) for c in self.acquirers},
-            browsed={b.id: len(self.records[b.id]) for b in self.browsers},
+            deliveries={c.id: len(self._clients[c.id].records) for c in self.acquirers},
+            browsed={b.id: len(self._clients[b.id].records) for b in self.browsers},
             notifications=sum(c.notified_count for c in self.acquirers + self.browsers),
+            settled=self.settled,
+            dead_lettered=sorted(self.dead),
+            injected=self.injected,
+            reported=self.reported,
+            closes=self.closes,
+            storms=self.storms,
+            redeliveries=sum(self.attempts.values()) - len(self.attempts),
         )
 
     def _run_browse_phase(self) -> None:
@@ -230,10 +538,11 @@ class _Run:
         expected = set(range(1, self.browse_phase + 1))
 
         def seen_all() -> bool:
-            return all(expected.issubset(self.records[b.id]) for b in self.browsers)
+            return all(expected.issubset(self._clients[b.id].records) for b in self.browsers)
 
         # browsers are driven by IO threads; progress is visible through their records
-        self._wait_poll(seen_all, "browse phase", lambda: sum(len(self.records[b.id]) for b in self.browsers))
+        self._wait_poll(seen_all, "browse phase",
+                        lambda: sum(len(self._clients[b.id].records) for b in self.browsers))
         for c in self.acquirers:
             c.set_flow(True)
 
@@ -246,9 +555,42 @@ class _Run:
 
     def _check(self) -> None:
         q = self.queue
+        if self.violations:
+            raise WorkloadError(f"{len(self.violations)} violation(s), first: {self.violations[0]}")
+        if self.track:
+            self._check_settled_once()
+        else:
+            self._check_acquired_once()
+        for b in self.browsers:
+            seen = self._clients[b.id].records
+            if len(seen) != len(set(seen)):
+                raise WorkloadError(f"browser {b.id!r} saw a message twice")
+            if seen != sorted(seen) and not self.track:
+                # (with releases a browser is also offered, later, what it passed while acquired)
+                raise WorkloadError(f"browser {b.id!r} saw messages out of queue order")
+            if self.browse_phase and not set(range(1, self.browse_phase + 1)).issubset(seen):
+                raise WorkloadError(f"browser {b.id!r} missed browse-phase messages")
+        if q.available_count != 0:
+            raise WorkloadError(f"{q.available_count} messages still available after the run")
+        held = {c.id: c.acquired_ids() for c in q.consumers() if c.acquires}
+        held = {cid: ids for cid, ids in held.items() if ids}
+        if held:
+            raise WorkloadError(f"messages still held after the run (closed consumers included): {held}")
+        if self.faulty:
+            if self.reported != self.injected:
+                raise WorkloadError(f"{self.injected} callback failures injected, {self.reported} reported")
+            if self.pool.delivery_failures != self.injected:
+                raise WorkloadError(f"pool counted {self.pool.delivery_failures} delivery failures, "
+                                    f"{self.injected} injected")
+            if self.dead != set(self.poison):
+                raise WorkloadError(f"dead-lettered {sorted(self.dead)}, poison messages {sorted(self.poison)}")
+            if q.dead_lettered != len(self.dead):
+                raise WorkloadError(f"queue dead-lettered {q.dead_lettered}, hook saw {len(self.dead)}")
+
+    def _check_acquired_once(self) -> None:
         acquired: dict[int, Any] = {}
         for c in self.acquirers:
-            for m in self.records[c.id]:
+            for m in self._clients[c.id].records:
                 if m in acquired:
                     raise WorkloadError(f"message {m} acquired twice: by {acquired[m]!r} and by {c.id!r}")
                 acquired[m] = c.id
@@ -257,13 +599,14 @@ class _Run:
             raise WorkloadError(f"{len(missing)} messages never delivered, e.g. {sorted(missing)[:10]}")
         if len(acquired) != self.total:
             raise WorkloadError(f"{len(acquired)} messages acquired, {self.total} published")
-        for b in self.browsers:
-            seen = self.records[b.id]
-            if len(seen) != len(set(seen)):
-                raise WorkloadError(f"browser {b.id!r} saw a message twice")
-            if seen != sorted(seen):
-                raise WorkloadError(f"browser {b.id!r} saw messages out of queue order")
-            if self.browse_phase and not set(range(1, self.browse_phase + 1)).issubset(seen):
-                raise WorkloadError(f"browser {b.id!r} missed browse-phase messages")
-        if q.available_count != 0:
-            raise WorkloadError(f"{q.available_count} messages still available after the run")
+
+    def _check_settled_once(self) -> None:
+        counts = self.settle_counts
+        lost = [m for m in range(1, self.total + 1) if counts[m] == 0 and m not in self.dead]
+        if lost:
+            raise WorkloadError(f"{len(lost)} messages neither settled nor dead-lettered, e.g. {lost[:10]}")
+        twice = [m for m in range(1, self.total + 1) if counts[m] > 1]
+        if twice:
+            raise WorkloadError(f"{len(twice)} messages settled more than once, e.g. {twice[:10]}")
+        if self.holder:
+            raise WorkloadError(f"the client side still holds messages after the run: {dict(list(self.holder.items())[:10])}")

@@ -5,7 +5,7 @@ import pytest
 
 from conq.impl.consumer_lists.queue import Queue
 from conq.impl.scheduling import REAL, DeadlockError, DeterministicScheduler, SchedulerError
-from conq.impl.consumer_lists.workload import ConsumerSpec, WorkloadError, run_workload
+from conq.impl.consumer_lists.workload import ConsumerSpec, WorkloadError, run_schedule, run_workload
 
 MIXED = [
     [ConsumerSpec(priority=10, credit_window=2), ConsumerSpec(priority=5)],
@@ -159,3 +159,50 @@ def test_point_outside_a_run_is_harmless_but_unknown_threads_inside_are_errors()
 
     sched.run(main)
     assert REAL.point("anything") is None
+
+
+# -- issue 13, item 7: the schedules engine's seeds pass on the reference ------------------------
+
+#: seeds of the schedules engine that failed the unmutated reference before the fix, all with
+#: "schedule after stop" (an IO thread still finishing a connection while the workload stopped the
+#: pool); found by running 10,000 seeds (`python bench/impl_faults.py --schedules 10000`)
+SHUTDOWN_RACE_SEEDS = [909, 1347, 1857, 2289, 4833, 5439, 7167, 7485, 7611]
+#: the CI count; the bench runs >= 10,000
+CI_SCHEDULE_SEEDS = 300
+
+
+def test_schedules_engine_seeds_pass_on_the_reference():
+    """Seeds 0..299 of the conformance schedules engine plus every seed below 10,000 that failed
+    before the fix (a count, not a time budget)."""
+    failed = {}
+    for seed in [*range(CI_SCHEDULE_SEEDS), *SHUTDOWN_RACE_SEEDS]:
+        try:
+            result = run_schedule(seed)
+        except Exception as exc:
+            failed[seed] = repr(exc.__cause__ or exc)
+            continue
+        assert result.settled == result.messages
+    assert not failed, f"{len(failed)} seeds failed (replay: workload.run_schedule(seed)): {failed}"
+
+
+def test_schedule_shapes_are_the_engines(monkeypatch):
+    """workload.schedule_shape / run_schedule reproduce conformance engine_schedules exactly: the
+    engine's first seeds are recorded and compared (shape, keyword arguments, scheduler)."""
+    from conq.conformance.consumer_lists import mutants
+    from conq.conformance.mutation import Budget
+    from conq.impl.consumer_lists import workload
+
+    calls = []
+
+    def record(*, sched, connections, **kw):
+        calls.append((sched.seed, sched.strategy, sorted(sched._change_points), connections, kw))
+        return None
+
+    monkeypatch.setattr(workload, "run_workload", record)
+    det = mutants.engine_schedules(Budget(scale=6 / mutants.SCHEDULE_SEEDS))
+    assert not det.killed and len(calls) == 6
+    for seed, strategy, change_points, connections, kw in calls:
+        conns, expected_kw = workload.schedule_shape(seed)
+        assert (connections, kw) == (conns, expected_kw)
+        ours = DeterministicScheduler(seed, strategy="pct" if seed % 2 else "random", pct_steps=400)
+        assert (strategy, change_points) == (ours.strategy, sorted(ours._change_points))

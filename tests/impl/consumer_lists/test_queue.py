@@ -6,6 +6,7 @@ import pytest
 
 from conq.impl.consumer_lists.consumer_manager import NodeState
 from conq.impl.consumer_lists.queue import DEFAULT_PRIORITY, MessageState, Queue, QueueError
+from conq.impl.scheduling import DeterministicScheduler, SchedulerError
 
 
 def st(q, cid):
@@ -239,6 +240,91 @@ def test_removing_a_notified_consumer_hands_its_work_over():
     stranger = Queue().add_consumer("x")
     with pytest.raises(QueueError, match="not on queue"):
         q.deliver_single_message(stranger)
+
+
+# -- issue 13, item 6: removal is atomic with respect to concurrent settles and acquisitions -------
+
+
+def _interleavings(seeds, body):
+    """Run ``body(sched)`` under ``seeds`` seeded interleavings; return the failing seeds' errors."""
+    failed = {}
+    for seed in seeds:
+        sched = DeterministicScheduler(seed, strategy="pct" if seed % 2 else "random", pct_steps=200)
+        try:
+            sched.run(lambda: body(sched))
+        except SchedulerError as exc:
+            failed[seed] = exc.__cause__
+    return failed
+
+
+def test_remove_consumer_is_atomic_with_concurrent_settles():
+    """The consumer's client settles its messages while the consumer is removed.  Before the fix
+    removal read the acquired set, then released one message at a time, and a settle in between
+    made it raise ``message N was deleted`` (14 of these 100 interleavings), skipping the rest of
+    its releases and the hand-over."""
+
+    def body(sched):
+        q = Queue(sched, record_events=False, retain_deleted=False)
+        a, b = q.add_consumer("a"), q.add_consumer("b", priority=1)
+        for _ in range(4):
+            q.enqueue()
+        got = [q.deliver_single_message(a) for _ in range(4)]
+        settled, refused = [], []
+
+        def client():
+            for m in got:
+                try:
+                    q.settle(m, a)
+                    settled.append(m)
+                except QueueError:
+                    refused.append(m)  # removal handed it back first: a late settle is refused
+
+        h = sched.spawn(client, "client")
+        assert q.remove_consumer(a) == "NOTIFIED"
+        assert h.join(10)
+        assert a.acquired_ids() == [] and sorted(settled + refused) == got
+        # everything not settled is available again, and the hand-over reached b
+        assert q.available_count == len(refused)
+        assert drain(q, b) == sorted(refused)
+
+    assert _interleavings(range(100), body) == {}
+
+
+def test_no_message_stays_acquired_by_a_removed_consumer():
+    """The consumer's IO thread pulls while the consumer is removed.  Before the fix an
+    acquisition that passed the closed check before removal but acquired after removal's release
+    left the message ACQUIRED by the removed consumer for good (12 of these 200 interleavings)."""
+
+    def body(sched):
+        q = Queue(sched, record_events=False)
+        a = q.add_consumer("a")
+        for _ in range(3):
+            q.enqueue()
+
+        def io_thread():
+            while q.deliver_single_message(a) is not None:
+                pass
+
+        h = sched.spawn(io_thread, "io")
+        q.remove_consumer(a)
+        assert h.join(10)
+        assert a.acquired_ids() == []
+        assert q.available_count == 3  # what it had acquired went back, nothing acquired after
+
+    assert _interleavings(range(200), body) == {}
+
+
+def test_release_owned_and_delivery_failed_change_nothing_for_a_non_holder():
+    q = Queue()
+    a, b = q.add_consumer("a"), q.add_consumer("b")
+    m = q.enqueue()
+    assert q.deliver_single_message(a) == m
+    assert q.release_owned(m, b) is False and q.delivery_failed(m, b) == ("not-held", 0, None)
+    assert q.delivery_failed(m, a)[0] == "released" and q.message_state(m) == MessageState.AVAILABLE
+    assert q.release_owned(m, a) is False  # no longer held
+    assert q.deliver_single_message(b) == m
+    q.settle(m, b)
+    assert q.release_owned(m, b) is False and q.delivery_failed(m, b)[0] == "not-held"
 
 
 def test_deliver_concurrently_with_itself_is_an_error():
