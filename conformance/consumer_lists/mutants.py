@@ -511,34 +511,20 @@ def engine_stress(budget: Budget) -> Detection:
 
 def engine_schedules(budget: Budget) -> Detection:
     """Seeded interleavings of the whole chain under the implementation's
-    deterministic scheduler (random and PCT strategies alternating): the
-    same workload checks as ``stress``, but every interleaving point is
-    decided by the seed, so races the GIL hides on real threads show up, and
-    a failing seed replays exactly."""
-    from conq.impl.consumer_lists.workload import ConsumerSpec, run_workload
-    from conq.impl.scheduling import DeterministicScheduler
+    deterministic scheduler (random and PCT strategies alternating; the shapes are
+    ``workload.schedule_shape``): the same workload checks as ``stress``, but every
+    interleaving point is decided by the seed, so races the GIL hides on real threads
+    show up, and a failing seed replays exactly."""
+    from conq.impl.consumer_lists.workload import run_schedule
 
     clock = Clock(budget)
     seeds = budget.count(SCHEDULE_SEEDS)
-    mixed = [
-        [ConsumerSpec(priority=10, credit_window=2), ConsumerSpec(priority=5)],
-        [ConsumerSpec(acquires=False), ConsumerSpec(priority=5, credit_window=1)],
-        [ConsumerSpec(priority=1), ConsumerSpec(acquires=False, credit_window=3)],
-    ]
-    shapes = [
-        (mixed, dict(publishers=2, messages_per_publisher=6, io_threads=2, flow_toggles=4, browse_phase_messages=2)),
-        ([[ConsumerSpec()]], dict(publishers=1, messages_per_publisher=6, io_threads=1, flow_toggles=0, browse_phase_messages=0)),
-        ([[ConsumerSpec(priority=5), ConsumerSpec(priority=5)], [ConsumerSpec(priority=1, credit_window=1)]],
-         dict(publishers=2, messages_per_publisher=4, io_threads=2, flow_toggles=2, browse_phase_messages=0)),
-    ]
     for seed in range(seeds):
-        strategy = "pct" if seed % 2 else "random"
-        conns, kw = shapes[seed % len(shapes)]
-        sched = DeterministicScheduler(seed, strategy=strategy, pct_steps=400)
         try:
-            run_workload(sched=sched, connections=conns, seed=seed, batch=2, **kw)
+            run_schedule(seed)
         except Exception as e:
             cause = e.__cause__ or e
+            strategy = "pct" if seed % 2 else "random"
             return clock.killed(f"seed {seed} ({strategy}): {type(cause).__name__}: {str(cause).splitlines()[0] if str(cause) else ''}",
                                 spent=f"{seed + 1} schedules")
         if clock.over():
