@@ -7,7 +7,14 @@
 * :class:`Stdio` speaks the port protocol (``conformance/protocol.py``) with a
   child process, for ports in any language.  Every response has a deadline; a
   port that crashes, hangs, or writes garbage gets a clear
-  :class:`PortFailure` naming the step and the problem, never a hang.
+  :class:`PortFailure` naming the step, the request, the problem and the tail
+  of that process's stderr, never a hang.  A port that failed is ended at once
+  and never spoken to again: the next :meth:`Stdio.start` starts a fresh one.
+
+Every port runs in a process group (a session) of its own, and conq ends the
+whole group -- the port and anything it started -- on a failure, on
+:meth:`Stdio.close`, at interpreter exit and when conq is told to stop
+(SIGINT, or SIGTERM, which becomes a clean exit while ports are alive).
 
 A driver class has ``__init__(config: dict, seed: int)``, ``do(action) ->
 observation`` (raising :class:`ActionRejected` when the action's precondition
@@ -16,13 +23,18 @@ does not hold) and optionally ``snapshot() -> observed state``.
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import selectors
+import signal
 import subprocess
+import sys
+import threading
 import time
 from collections import deque
-from typing import Any, Protocol
+from contextlib import contextmanager
+from typing import Any, Iterator, Protocol
 
 from . import protocol
 from .trace import hashable, jsonable
@@ -30,7 +42,19 @@ from .trace import hashable, jsonable
 
 class PortFailure(RuntimeError):
     """The implementation failed in a way that is not an observation
-    (crash, hang, malformed message, indefinite error)."""
+    (crash, hang, malformed message, indefinite error).
+
+    ``problem`` is what was wrong; ``step``, ``request`` and ``stderr`` (the
+    last lines the failed process wrote there) are set when a :class:`Stdio`
+    raised it."""
+
+    def __init__(self, message: str, *, problem: str | None = None, step: int | None = None,
+                 request: str | None = None, stderr: list[str] | None = None):
+        super().__init__(message)
+        self.problem = problem if problem is not None else message
+        self.step = step
+        self.request = request
+        self.stderr = stderr or []
 
 
 class ActionRejected(Exception):
@@ -102,148 +126,714 @@ def reference(model: str) -> InProcess:
     return InProcess(target, name=f"reference:{model}")
 
 
-class Stdio:
-    """Drive a port over the NDJSON port protocol (one child process per session)."""
 
-    def __init__(self, command: str | list[str], *, timeout: float = 10.0, cwd: str | None = None):
+# -- bounded echoes of values ---------------------------------------------------------------
+
+#: the longest repr of an observation, a state or a reply that a report or a verdict echoes
+ECHO_LIMIT = 1000
+
+
+def short_repr(value: Any, limit: int = ECHO_LIMIT, *, tuples_as_lists: bool = False) -> str:
+    """``repr(value)`` when it is at most ``limit`` characters; else its first
+    ``limit`` characters and a note that it was cut.  The work is bounded by
+    ``limit``, not by the size of the value (a 200 MB observation costs as
+    little as a small one).  ``tuples_as_lists``: print tuples as lists, as
+    ``repr(jsonable(value))`` would, without copying the value."""
+    parts: list[str] = []
+    size = 0
+    for piece in _repr_pieces(value, limit + 1, 0, tuples_as_lists):
+        parts.append(piece)
+        size += len(piece)
+        if size > limit:
+            return "".join(parts)[:limit] + f" ... [cut at {limit:,} characters]"
+    return "".join(parts)
+
+
+def _repr_pieces(v: Any, budget: int, depth: int, lists: bool) -> Iterator[str]:
+    """The pieces of ``repr(v)``, lazily (the consumer stops once it has enough)."""
+    t = type(v)
+    if lists and t is tuple:
+        t = list
+    if t is str or t is bytes or t is bytearray:
+        yield repr(v[:budget]) if len(v) > budget else repr(v)
+        return
+    if depth > 100:
+        yield "..."
+        return
+    if t is list or t is tuple:
+        yield "[" if t is list else "("
+        for i, x in enumerate(v):
+            if i:
+                yield ", "
+            yield from _repr_pieces(x, budget, depth + 1, lists)
+        if t is tuple and len(v) == 1:
+            yield ","
+        yield "]" if t is list else ")"
+        return
+    if t is dict:
+        yield "{"
+        for i, (k, x) in enumerate(v.items()):
+            if i:
+                yield ", "
+            yield from _repr_pieces(k, budget, depth + 1, lists)
+            yield ": "
+            yield from _repr_pieces(x, budget, depth + 1, lists)
+        yield "}"
+        return
+    if (t is set or t is frozenset) and v:
+        yield "{" if t is set else "frozenset({"
+        for i, x in enumerate(v):
+            if i:
+                yield ", "
+            yield from _repr_pieces(x, budget, depth + 1, lists)
+        yield "}" if t is set else "})"
+        return
+    try:
+        yield repr(v)
+    except ValueError:  # an int too long to print (Python's digit limit)
+        yield f"<int of {v.bit_length():,} bits>" if t is int else f"<{t.__name__} that cannot be printed>"
+
+
+def _clip(raw: bytes | bytearray, n: int = 200) -> str:
+    """The start of a raw message, for an error text."""
+    more = f" ... ({len(raw):,} bytes in all)" if len(raw) > n else ""
+    return repr(bytes(raw[:n])) + more
+
+
+def _clip_text(text: str, n: int = 500) -> str:
+    return text if len(text) <= n else text[:n] + f" ... [cut at {n} characters]"
+
+
+# -- port processes ---------------------------------------------------------------------------
+
+#: default cap on one line a port writes (one reply); raise it with ``Stdio(max_line_bytes=...)``
+#: or the environment variable below
+DEFAULT_MAX_LINE_BYTES = protocol.MAX_LINE_BYTES
+MAX_LINE_ENV = "CONQ_PORT_MAX_LINE_BYTES"
+
+#: seconds a failed port gets to exit by itself once its stdin is closed, before SIGTERM
+FAILURE_GRACE = 1.0
+#: seconds a port gets to exit after ``shutdown_ok`` (or EOF) at close, before SIGTERM
+CLOSE_GRACE = 1.0
+#: seconds between SIGTERM and SIGKILL to the port's process group
+TERM_GRACE = 1.0
+
+
+def default_max_line_bytes() -> int:
+    raw = os.environ.get(MAX_LINE_ENV)
+    if raw is None or not raw.strip():
+        return DEFAULT_MAX_LINE_BYTES
+    try:
+        value = int(raw.strip().replace("_", ""))
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise ValueError(f"{MAX_LINE_ENV}={raw!r}: expected a positive number of bytes")
+    return value
+
+
+def _too_long(size: int, limit: int) -> str:
+    return (
+        f"a response line of more than {limit:,} bytes (read {size:,} so far), the limit on one port message; "
+        f"raise it with the environment variable {MAX_LINE_ENV}=BYTES or Stdio(max_line_bytes=BYTES)"
+    )
+
+
+class ReplyReader:
+    """Frames a port's stdout into lines: linear in the bytes read (each byte
+    is scanned for the newline once), and no line may exceed ``max_line_bytes``
+    (the reader fails as soon as the line under construction does, without
+    reading the rest)."""
+
+    def __init__(self, max_line_bytes: int | None = None):
+        self.max_line_bytes = max_line_bytes if max_line_bytes is not None else default_max_line_bytes()
+        self._buf = bytearray()
+        self._scanned = 0  # bytes of _buf known to hold no newline
+
+    def feed(self, chunk: bytes) -> None:
+        self._buf += chunk
+
+    @property
+    def buffered(self) -> bytes:
+        """Bytes read and not yet taken as a line (a partial line, or output nobody asked for)."""
+        return bytes(self._buf)
+
+    def take_line(self) -> bytes | None:
+        """The next complete line (without its newline), None when no line is complete yet;
+        :class:`PortFailure` when the line exceeds the cap."""
+        i = self._buf.find(b"\n", self._scanned)
+        if i < 0:
+            self._scanned = len(self._buf)
+            if len(self._buf) > self.max_line_bytes:
+                raise PortFailure(_too_long(len(self._buf), self.max_line_bytes))
+            return None
+        if i > self.max_line_bytes:
+            raise PortFailure(_too_long(i, self.max_line_bytes))
+        line = bytes(self._buf[:i])
+        del self._buf[: i + 1]
+        self._scanned = 0
+        return line
+
+
+def _no_constants(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def parse_reply(raw: bytes, kind: str, request_id: int) -> dict[str, Any]:
+    """One line a port wrote in response to a ``kind`` request with this id:
+    the reply (``<kind>_ok`` or ``error``, well-formed), or :class:`PortFailure`
+    saying what is wrong with it.  Nothing else is ever raised."""
+    what = f"response to {kind}"
+    try:
+        text = bytes(raw).decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise PortFailure(f"the {what} is not UTF-8 (invalid byte at offset {e.start}): {_clip(raw)}") from None
+    try:
+        reply = json.loads(text, parse_constant=_no_constants)
+    except json.JSONDecodeError as e:
+        raise PortFailure(f"invalid JSON in {what}: {e.msg} (column {e.colno}): {_clip(raw)}") from None
+    except (ValueError, RecursionError) as e:  # NaN, a too-long integer, nesting deeper than the parser goes
+        raise PortFailure(f"invalid JSON in {what}: {_clip_text(str(e) or type(e).__name__, 200)}: {_clip(raw)}") from None
+    problem = protocol.validate(reply, "port")
+    if problem:
+        raise PortFailure(f"malformed {what}: {_clip_text(problem, 300)}: {_clip(raw)}")
+    if reply["id"] != request_id:
+        raise PortFailure(f"stale or stray {what}: it has id {short_repr(reply['id'], 40)}, the request has id {request_id}: {_clip(raw)}")
+    expected = protocol.BY_TYPE[kind].reply
+    if reply["type"] not in (expected, "error"):
+        raise PortFailure(f"expected {expected} or error in {what}, got {reply['type']}")
+    return reply
+
+
+# SIGTERM while ports are alive: a clean exit (SystemExit), so that `finally` blocks and
+# atexit handlers end the ports' process groups and remove partial output.
+_terminating = False  # set once SIGTERM was received: cleanup goes straight to the point
+_sig_lock = threading.Lock()
+_sig_users = 0
+_sig_previous: Any = None
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    global _terminating
+    if _terminating:
+        return  # already on the way out: let the cleanup finish
+    _terminating = True
+    try:
+        sys.stderr.write("conq: terminated (SIGTERM); ending ports and removing partial output\n")
+        sys.stderr.flush()
+    except Exception:
+        pass
+    raise SystemExit(128 + signum)
+
+
+def terminating() -> bool:
+    """True once SIGTERM was received (and turned into a clean exit)."""
+    return _terminating
+
+
+def _hold_sigterm() -> bool:
+    """Make SIGTERM a clean exit until the matching :func:`_release_sigterm`.  A
+    handler someone else installed is left alone.  Only the main thread can
+    install handlers; elsewhere this is a no-op (False)."""
+    global _sig_users, _sig_previous
+    if threading.current_thread() is not threading.main_thread():
+        return False
+    with _sig_lock:
+        if _sig_users == 0:
+            current = signal.getsignal(signal.SIGTERM)
+            if current is not signal.SIG_DFL and current is not _on_sigterm:
+                return False
+            _sig_previous = current
+            signal.signal(signal.SIGTERM, _on_sigterm)
+        _sig_users += 1
+        return True
+
+
+def _release_sigterm() -> None:
+    global _sig_users
+    with _sig_lock:
+        _sig_users -= 1
+        if _sig_users == 0 and not _terminating and signal.getsignal(signal.SIGTERM) is _on_sigterm:
+            try:
+                signal.signal(signal.SIGTERM, _sig_previous if _sig_previous is not None else signal.SIG_DFL)
+            except ValueError:  # not the main thread: the handler stays (it only makes exits clean)
+                pass
+
+
+@contextmanager
+def sigterm_exits() -> Iterator[None]:
+    """Within this block, SIGTERM raises SystemExit(143) in the main thread (when no
+    other handler is installed), so cleanup code runs."""
+    held = _hold_sigterm()
+    try:
+        yield
+    finally:
+        if held:
+            _release_sigterm()
+
+
+#: port processes started by this interpreter and not yet ended (atexit ends them)
+_LIVE: set["_PortProcess"] = set()
+_atexit_registered = False
+
+
+def _end_all_ports() -> None:
+    me = os.getpid()
+    for p in list(_LIVE):
+        if p.owner == me:  # never a forked child's copy of its parent's ports
+            try:
+                p.end(grace=0.0)
+            except BaseException:
+                pass
+
+
+def _signal_name(sig: int) -> str:
+    try:
+        return signal.Signals(sig).name
+    except ValueError:
+        return f"signal {sig}"
+
+
+class _Problem(Exception):
+    """Internal: the transport failed (kind: timeout | eof | closed)."""
+
+    def __init__(self, kind: str):
+        super().__init__(kind)
+        self.kind = kind
+
+
+class _PortProcess:
+    """One port process, in a session (and process group) of its own, with its
+    pipes, its stdout line reader and the tail of its stderr."""
+
+    def __init__(self, args: list[str], cwd: str | None, max_line_bytes: int, stderr_lines: int):
+        global _atexit_registered
+        if not _atexit_registered:
+            atexit.register(_end_all_ports)
+            _atexit_registered = True
+        self.popen = subprocess.Popen(
+            args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            cwd=cwd, bufsize=0, start_new_session=True,
+        )
+        _LIVE.add(self)
+        self.pid = self.pgid = self.popen.pid
+        self.owner = os.getpid()
+        self.how: str | None = None  # how it ended, once it has
+        self.reader = ReplyReader(max_line_bytes)
+        self.stderr: deque[str] = deque(maxlen=stderr_lines)
+        self._err = bytearray()
+        self._in = self.popen.stdin.fileno()
+        os.set_blocking(self._in, False)
+        self._out = self.popen.stdout.fileno()
+        self._errfd = self.popen.stderr.fileno()
+        self.out_open = True
+        self._discarding = False  # once the port is being ended, its stdout is read and dropped
+        self.sel = selectors.DefaultSelector()
+        self.sel.register(self._out, selectors.EVENT_READ, "out")
+        self.sel.register(self._errfd, selectors.EVENT_READ, "err")
+
+    # -- state ------------------------------------------------------------------------------
+    def exit_status(self) -> int | None:
+        """The port's exit status once it has ended, else None.  The process is not
+        reaped (WNOWAIT), so its id, which is also its group's, stays reserved
+        until the group has been ended."""
+        if self.popen.returncode is not None:
+            return self.popen.returncode
+        if hasattr(os, "waitid"):
+            try:
+                r = os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+            except ChildProcessError:
+                return self.popen.poll()
+            if r is None:
+                return None
+            return r.si_status if r.si_code == os.CLD_EXITED else -r.si_status
+        return self.popen.poll()
+
+    def members(self) -> list[int]:
+        """Live processes of the port's group or session (the port and whatever it started)."""
+        try:
+            names = os.listdir("/proc")
+        except OSError:
+            if self.popen.returncode is not None:
+                return []  # reaped: its group id may belong to someone else now
+            try:
+                os.killpg(self.pgid, 0)
+                return [self.pgid]
+            except ProcessLookupError:
+                return []
+            except PermissionError:
+                return [self.pgid]
+        out = []
+        for name in names:
+            if not name.isdigit():
+                continue
+            try:
+                with open(f"/proc/{name}/stat", "rb") as f:
+                    data = f.read()
+                rest = data[data.rfind(b")") + 2 :].split()
+                state, pgrp, session = rest[0], int(rest[2]), int(rest[3])
+            except (OSError, IndexError, ValueError):
+                continue
+            if state not in (b"Z", b"X") and (pgrp == self.pgid or session == self.pgid):
+                out.append(int(name))
+        return out
+
+    def _signal(self, sig: int) -> None:
+        members = self.members()
+        if self.popen.returncode is None:  # not reaped: the group id is still ours
+            try:
+                os.killpg(self.pgid, sig)
+            except (ProcessLookupError, PermissionError):
+                pass
+        for pid in members:  # members that left the group but not the session
+            try:
+                os.kill(pid, sig)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+    # -- pipes --------------------------------------------------------------------------------
+    def _on_ready(self, key: selectors.SelectorKey) -> None:
+        try:
+            chunk = os.read(key.fd, 1 << 16)
+        except BlockingIOError:
+            return
+        except OSError:
+            chunk = b""
+        if key.data == "err":
+            if chunk:
+                self._take_stderr(chunk)
+            else:
+                self.sel.unregister(key.fd)
+        elif chunk:
+            if not self._discarding:
+                self.reader.feed(chunk)
+        else:
+            self.out_open = False
+            self.sel.unregister(key.fd)
+
+    def _take_stderr(self, chunk: bytes) -> None:
+        self._err += chunk
+        if b"\n" in chunk:
+            *lines, rest = self._err.split(b"\n")
+            self._err = bytearray(rest)
+            for line in lines[-self.stderr.maxlen :] if self.stderr.maxlen else lines:
+                self.stderr.append(_clip_text(line.decode("utf-8", "replace"), 300))
+        if len(self._err) > 4096:  # a very long line without a newline: keep its start
+            self.stderr.append(_clip_text(self._err.decode("utf-8", "replace"), 300))
+            self._err = bytearray()
+
+    def stderr_tail(self) -> list[str]:
+        tail = list(self.stderr)
+        if self._err:
+            tail.append(_clip_text(self._err.decode("utf-8", "replace"), 300))
+        return tail
+
+    def _pump(self, timeout: float) -> None:
+        """Read whatever the port writes for up to ``timeout`` s (stdout is read too,
+        so a port blocked on a full pipe can move on and exit)."""
+        if not self.sel.get_map():
+            time.sleep(timeout)
+            return
+        for key, _ in self.sel.select(timeout):
+            self._on_ready(key)
+
+    def write(self, data: bytes, deadline: float) -> None:
+        view = memoryview(data)
+        wsel: selectors.BaseSelector | None = None
+        try:
+            while view:
+                try:
+                    n = os.write(self._in, view)
+                    view = view[n:]
+                    continue
+                except BlockingIOError:
+                    pass
+                except OSError:  # EPIPE: the port closed its stdin (exited?)
+                    raise _Problem("closed") from None
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise _Problem("timeout")
+                if wsel is None:
+                    # stderr is read meanwhile (a port may block on it); stdout is not: a port that
+                    # writes replies nobody asked for instead of reading its requests times out
+                    wsel = selectors.DefaultSelector()
+                    wsel.register(self._in, selectors.EVENT_WRITE, "in")
+                    if self._errfd in self.sel.get_map():
+                        wsel.register(self._errfd, selectors.EVENT_READ, "err")
+                for key, _ in wsel.select(left):
+                    if key.data == "err":
+                        self._on_ready(self.sel.get_key(self._errfd))
+                        if self._errfd not in self.sel.get_map():  # EOF on stderr
+                            wsel.unregister(self._errfd)
+        finally:
+            if wsel is not None:
+                wsel.close()
+
+    def read_line(self, deadline: float) -> bytes:
+        while True:
+            line = self.reader.take_line()  # PortFailure when over the cap
+            if line is not None:
+                return line
+            if not self.out_open:
+                raise _Problem("eof")
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise _Problem("timeout")
+            for key, _ in self.sel.select(left):
+                self._on_ready(key)
+
+    # -- the end --------------------------------------------------------------------------------
+    def end(self, grace: float) -> str:
+        """End the port and every process of its group and session: EOF on its
+        stdin, up to ``grace`` s to exit by itself, then SIGTERM to all of them,
+        up to :data:`TERM_GRACE` s, then SIGKILL.  Idempotent; returns how the
+        port ended ("exited (status 3)", "was ended by conq (SIGTERM)", ...)."""
+        if self.how is not None:
+            return self.how
+        signalled = False
+        self._discarding = True
+        try:
+            try:
+                self.popen.stdin.close()
+            except OSError:
+                pass
+            if grace > 0 and not _terminating:
+                deadline = time.monotonic() + grace
+                while self.exit_status() is None and time.monotonic() < deadline:
+                    self._pump(0.02)
+            exited_alone = self.exit_status() is not None
+            if self.members() or not exited_alone:
+                self._signal(signal.SIGTERM)
+                signalled = True
+                deadline = time.monotonic() + TERM_GRACE
+                while self.members() and time.monotonic() < deadline:
+                    self._pump(0.02)
+                if self.members() or self.exit_status() is None:
+                    self._signal(signal.SIGKILL)
+            try:
+                code = self.popen.wait(timeout=10)
+            except subprocess.TimeoutExpired:  # not even SIGKILL ended it (uninterruptible sleep)
+                self.how = f"did not end even after SIGKILL (pid {self.pid})"
+                return self.how
+            if code >= 0:
+                self.how = f"exited (status {code})"
+            elif signalled and not exited_alone:
+                self.how = f"was ended by conq ({_signal_name(-code)})"
+            else:
+                self.how = f"was killed by {_signal_name(-code)}"
+            return self.how
+        finally:
+            self._drain()
+            for f in (self.popen.stdout, self.popen.stderr):
+                try:
+                    f.close()
+                except OSError:
+                    pass
+            self.sel.close()
+            _LIVE.discard(self)
+
+    def _drain(self, cap_bytes: int = 1 << 20, cap_seconds: float = 0.5) -> None:
+        """Whatever the ended port still had in its stderr pipe (its last words)."""
+        deadline = time.monotonic() + cap_seconds
+        got = 0
+        try:
+            while "err" in {k.data for k in self.sel.get_map().values()} and got < cap_bytes:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                for key, _ in self.sel.select(left):
+                    if key.data == "err":
+                        before = len(self._err)
+                        self._on_ready(key)
+                        got += max(1, len(self._err) - before)
+                    else:
+                        self._on_ready(key)
+        except (OSError, ValueError, KeyError):
+            pass
+
+
+class Stdio:
+    """Drive a port over the NDJSON port protocol.  One port process serves
+    consecutive traces (``reset`` between them) until it fails; a failed port
+    is ended and the next :meth:`start` starts a fresh process."""
+
+    def __init__(self, command: str | list[str], *, timeout: float = 10.0, cwd: str | None = None,
+                 max_line_bytes: int | None = None, stderr_lines: int = 20):
+        if max_line_bytes is None:
+            max_line_bytes = default_max_line_bytes()
+        elif max_line_bytes <= 0:
+            raise ValueError(f"max_line_bytes must be positive, got {max_line_bytes}")
         self.command = command
         self.timeout = timeout
         self.cwd = cwd
+        self.max_line_bytes = max_line_bytes
+        self.stderr_lines = stderr_lines
         self.name = f"stdio:{command if isinstance(command, str) else ' '.join(command)}"
-        self.proc: subprocess.Popen | None = None
+        self.port: _PortProcess | None = None
+        self._last: _PortProcess | None = None  # the most recent port process (for its stderr tail)
+        self._sig_held = False
         self._next_id = 0
-        self._buf = b""
-        self._stderr: deque[str] = deque(maxlen=20)
+        self._pending: str | None = None  # a request sent and not answered (the pipe is out of step)
+        self._request_text = ""
+        self._kind = ""
+        self._ended: str | None = None  # how the last port ended, after which failure
         self.step = 0
         self.implementation = ""
+
+    @property
+    def pid(self) -> int | None:
+        """The running port's process id (None when none runs)."""
+        return self.port.pid if self.port is not None else None
 
     # -- process plumbing ---------------------------------------------------------
     def _spawn(self) -> None:
         args = self.command if isinstance(self.command, list) else ["/bin/sh", "-c", self.command]
-        self.proc = subprocess.Popen(
-            args,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            cwd=self.cwd,
-            bufsize=0,
-        )
-        self._sel = selectors.DefaultSelector()
-        self._sel.register(self.proc.stdout, selectors.EVENT_READ, "out")
-        self._sel.register(self.proc.stderr, selectors.EVENT_READ, "err")
-        self._err_buf = b""
+        if not self._sig_held:
+            self._sig_held = _hold_sigterm()
+        try:
+            self.port = self._last = _PortProcess(args, self.cwd, self.max_line_bytes, self.stderr_lines)
+        except OSError as e:
+            self._let_go_of_sigterm()
+            raise self._fail(f"cannot start the port: {e}") from None
+        self._pending = None
+        self._ended = None
 
-    def _fail(self, what: str) -> PortFailure:
-        tail = "\n".join(self._stderr)
-        where = f"step {self.step}" if self.step else "handshake"
-        return PortFailure(f"port {self.name}: {where}: {what}" + (f"\n  port stderr (last lines):\n    {tail.replace(chr(10), chr(10) + '    ')}" if tail else ""))
+    def _let_go_of_sigterm(self) -> None:
+        if self._sig_held:
+            self._sig_held = False
+            _release_sigterm()
 
-    def _read_line(self) -> bytes:
-        assert self.proc is not None
-        deadline = time.monotonic() + self.timeout
-        while b"\n" not in self._buf:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise self._fail(f"no response within {self.timeout:g} s (hung?)")
-            for key, _ in self._sel.select(timeout=left):
-                chunk = os.read(key.fileobj.fileno(), 65536)
-                if key.data == "err":
-                    if chunk:
-                        self._err_buf += chunk
-                        *lines, self._err_buf = self._err_buf.split(b"\n")
-                        self._stderr.extend(l.decode("utf-8", "replace") for l in lines)
-                    else:
-                        self._sel.unregister(key.fileobj)
-                    continue
-                if not chunk:
-                    code = self.proc.wait(timeout=5)
-                    raise self._fail(f"the port exited (status {code}) without answering")
-                self._buf += chunk
-        line, _, self._buf = self._buf.partition(b"\n")
-        return line
+    def _end_port(self, grace: float, *, failed: bool = True) -> str | None:
+        """End the running port (if any) and its whole process group."""
+        port = self.port
+        if port is None:
+            return None
+        self.port = None
+        self._pending = None
+        try:
+            how = port.end(0.0 if _terminating else grace)
+        finally:
+            self._let_go_of_sigterm()
+        self._ended = f"{how} after the failure at {self._where()}" if failed else how
+        return how
+
+    def _where(self) -> str:
+        kind = self._kind
+        if kind == "init":
+            return "init (starting the port)"
+        if kind == "reset":
+            return "reset (start of a trace)"
+        if kind == "action":
+            return f"step {self.step}"
+        if kind == "snapshot":
+            return f"snapshot after step {self.step}" if self.step else "initial snapshot"
+        return kind or "handshake"
+
+    def _fail(self, problem: str, grace: float = FAILURE_GRACE) -> PortFailure:
+        """End the port (a failed port is never reused) and describe the failure:
+        where, the request, what was wrong, the tail of that process's stderr."""
+        where = self._where()
+        self._end_port(grace)
+        tail = self._last.stderr_tail() if self._last is not None else []
+        request = _clip_text(self._request_text, 300)
+        text = f"port {self.name}: {where}" + (f" (request {request})" if request else "") + f": {problem}"
+        if tail:
+            text += "\n  port stderr (last lines):\n    " + "\n    ".join(tail)
+        return PortFailure(text, problem=problem, step=self.step, request=request or None, stderr=tail)
 
     def _request(self, kind: str, **fields: Any) -> dict[str, Any]:
-        if self.proc is None or self.proc.poll() is not None:
-            raise self._fail("the port is not running")
         self._next_id += 1
         msg = {"type": kind, "id": self._next_id, **fields}
+        line = json.dumps(msg)
+        self._kind, self._request_text = kind, line
+        port = self.port
+        if port is None:
+            before = f" (it {self._ended}; start() starts a fresh one)" if self._ended else ""
+            raise self._fail(f"the port is not running{before}")
+        if port.exit_status() is not None:
+            how = self._end_port(FAILURE_GRACE)
+            raise self._fail(f"the port {how} before it was sent {kind}")
+        if port.reader.buffered:
+            raise self._fail(f"the port wrote output nobody asked for before {kind}: {_clip(port.reader.buffered)}")
+        deadline = time.monotonic() + self.timeout
+        self._pending = kind
         try:
-            self.proc.stdin.write((json.dumps(msg) + "\n").encode())
-            self.proc.stdin.flush()
-        except (BrokenPipeError, OSError):
-            code = self.proc.wait(timeout=5)
-            raise self._fail(f"the port exited (status {code}) before reading {kind}") from None
-        raw = self._read_line()
+            port.write((line + "\n").encode(), deadline)
+            raw = port.read_line(deadline)
+        except _Problem as p:
+            if p.kind == "timeout":
+                # unresponsive: no grace, straight to SIGTERM (then SIGKILL) to its group
+                raise self._fail(f"no response within {self.timeout:g} s (hung?)", grace=0.0) from None
+            partial = port.reader.buffered
+            how = self._end_port(FAILURE_GRACE)
+            if p.kind == "closed":
+                raise self._fail(f"the port {how} before reading {kind}") from None
+            if partial:
+                raise self._fail(f"the port {how} in the middle of its response to {kind} "
+                                 f"(an unterminated line of {len(partial):,} bytes: {_clip(partial)})") from None
+            raise self._fail(f"the port {how} without answering") from None
+        except PortFailure as e:  # the line is over the cap
+            raise self._fail(e.problem) from None
         try:
-            reply = json.loads(raw)
-        except json.JSONDecodeError as e:
-            raise self._fail(f"invalid JSON in response to {kind}: {e.msg}: {raw[:200]!r}") from None
-        problem = protocol.validate(reply, "port")
-        if problem:
-            raise self._fail(f"malformed response to {kind}: {problem}: {raw[:200]!r}")
-        if reply["id"] != msg["id"]:
-            raise self._fail(f"response id {reply['id']} does not match request id {msg['id']}")
-        if reply["type"] == "error":
-            return reply
-        expected = protocol.BY_TYPE[kind].reply
-        if reply["type"] != expected:
-            raise self._fail(f"expected {expected} in response to {kind}, got {reply['type']}")
+            reply = parse_reply(raw, kind, msg["id"])
+        except PortFailure as e:
+            raise self._fail(e.problem) from None
+        self._pending = None
         return reply
+
+    def _error_text(self, reply: dict[str, Any]) -> str:
+        err = protocol.BY_CODE[reply["code"]]
+        return (f"error {err.code} ({err.name}, {'definite' if err.definite else 'indefinite'}): "
+                f"{_clip_text(reply['text'])}")
+
+    def _value(self, value: Any, what: str) -> Any:
+        try:
+            return hashable(value)
+        except RecursionError:
+            raise self._fail(f"the {what} is nested too deeply") from None
 
     # -- Implementation -------------------------------------------------------------
     def start(self, model: str, config: dict[str, Any], seed: int) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.step = 0
+        self.step = 0
+        port = self.port
+        if port is not None and self._pending is None and port.exit_status() is None:
             reply = self._request("reset", seed=seed)
             if reply["type"] == "error":
-                raise self._fail(f"reset failed: error {reply['code']}: {reply['text']}")
+                raise self._fail(f"reset refused: {self._error_text(reply)}")
             return
+        if port is not None:
+            self._end_port(FAILURE_GRACE, failed=False)  # interrupted mid-request, or exited between traces: never reused
+        self._kind, self._request_text = "init", ""
         self._spawn()
-        self.step = 0
         reply = self._request("init", protocol=protocol.PROTOCOL_VERSION, model=model, config=config, seed=seed)
         if reply["type"] == "error":
-            raise self._fail(f"init refused: error {reply['code']} ({protocol.BY_CODE[reply['code']].name}): {reply['text']}")
-        self.implementation = reply["implementation"]
+            raise self._fail(f"init refused: {self._error_text(reply)}")
+        self.implementation = _clip_text(reply["implementation"], 200)
 
     def do(self, action: tuple) -> Any:
         self.step += 1
         reply = self._request("action", action=jsonable(action))
         if reply["type"] == "error":
-            err = protocol.BY_CODE[reply["code"]]
             if reply["code"] == 13:
                 return REJECTED
-            raise self._fail(
-                f"action {list(action)} failed: error {err.code} ({err.name}, "
-                f"{'definite' if err.definite else 'indefinite'}): {reply['text']}"
-            )
-        return hashable(reply["observation"])
+            raise self._fail(f"action {short_repr(list(action), 200)} failed: {self._error_text(reply)}")
+        return self._value(reply["observation"], "observation")
 
     def snapshot(self) -> Any | None:
         reply = self._request("snapshot")
         if reply["type"] == "error":
             if reply["code"] == 11:
                 return None
-            raise self._fail(f"snapshot failed: error {reply['code']}: {reply['text']}")
-        return hashable(reply["state"])
+            raise self._fail(f"snapshot failed: {self._error_text(reply)}")
+        return self._value(reply["state"], "state")
 
     def close(self) -> None:
-        if self.proc is None:
+        port = self.port
+        if port is None:
             return
-        try:
-            if self.proc.poll() is None:
-                try:
-                    self._request("shutdown")
-                except PortFailure:
-                    pass
+        if self._pending is None and not _terminating and port.exit_status() is None:
             try:
-                self.proc.wait(timeout=2)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=5)
-        finally:
-            for f in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
-                try:
-                    f.close()
-                except OSError:
-                    pass
-            self.proc = None
+                self._request("shutdown")
+            except PortFailure:
+                return  # it failed to shut down, and was ended
+        self._end_port(0.0 if _terminating else CLOSE_GRACE if self._pending is None else FAILURE_GRACE, failed=False)

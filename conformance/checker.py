@@ -26,8 +26,12 @@ from typing import Any, Callable, Iterable
 
 from conq.model.kernel import Kind, Model, config_dict
 
-from .adapters import REJECTED, Implementation, PortFailure
+from .adapters import REJECTED, Implementation, PortFailure, short_repr
 from .trace import Event, Trace, hashable, jsonable
+
+
+#: the bound on one echoed value in a verdict (see :func:`adapters.short_repr`)
+ECHO = 1000
 
 
 @dataclass
@@ -44,10 +48,12 @@ class Divergence:
         if self.kind == "port":
             return f"step {self.step}: {self.detail}"
         head = f"step {self.step}: action {list(self.action)}"
+        # echoed values are cut to a bounded length (short_repr): a huge observation never
+        # floods a report, a Parquet row or --json output
         if self.kind == "observation":
-            return f"{head}: the implementation observed {jsonable(self.observed)!r}; the model allows {[jsonable(a) for a in self.allowed]!r}"
+            return f"{head}: the implementation observed {short_repr(self.observed, ECHO, tuples_as_lists=True)}; the model allows {short_repr(list(self.allowed), 2 * ECHO, tuples_as_lists=True)}"
         if self.kind == "not-enabled":
-            return f"{head}: the implementation performed it (observed {jsonable(self.observed)!r}) but the model has it disabled in every consistent state"
+            return f"{head}: the implementation performed it (observed {short_repr(self.observed, ECHO, tuples_as_lists=True)}) but the model has it disabled in every consistent state"
         if self.kind == "snapshot":
             return f"{head}: the implementation's state after the step matches no consistent model state: {self.detail}"
         if self.kind == "property":
@@ -153,10 +159,14 @@ class Checker:
     def _initial(self, result: RunResult) -> list[Any] | None:
         current = list(self.model.init_states())
         if self.snapshots:
-            kept, snap = self._filter_snapshot(current)
+            try:
+                kept, snap = self._filter_snapshot(current)
+            except PortFailure as e:
+                result.divergence = Divergence(0, ("init",), None, [], "port", str(e), len(current))
+                return None
             if not kept:
                 result.divergence = Divergence(
-                    0, ("init",), None, [], "snapshot", f"initial state {jsonable(snap)!r} is not an initial state of the model"
+                    0, ("init",), None, [], "snapshot", f"initial state {short_repr(snap, ECHO, tuples_as_lists=True)} is not an initial state of the model"
                 )
                 return None
             current = kept
@@ -172,7 +182,11 @@ class Checker:
         t0 = time.perf_counter()
         result = RunResult(seed=seed, actions=[], observations=[])
         try:
-            self.impl.start(self.model.name, self.config, seed)
+            try:
+                self.impl.start(self.model.name, self.config, seed)
+            except PortFailure as e:  # init or reset failed: a verdict at step 0, not a traceback
+                result.divergence = Divergence(0, ("init",), None, [], "port", str(e))
+                return result
             current = self._initial(result)
             if current is None:
                 return result
@@ -205,7 +219,7 @@ class Checker:
                         views = [jsonable(hashable(self.model.observe(t))) for t in nxt[:3]]
                         result.divergence = Divergence(
                             n, action, observed, allowed, "snapshot",
-                            f"implementation {jsonable(snap)!r}; model allows {views!r}" + (" ..." if len(nxt) > 3 else ""),
+                            f"implementation {short_repr(snap, ECHO, tuples_as_lists=True)}; model allows {short_repr(views, 2 * ECHO)}" + (" ..." if len(nxt) > 3 else ""),
                             len(current),
                         )
                         return result

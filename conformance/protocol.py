@@ -18,6 +18,10 @@ from typing import Any
 
 PROTOCOL_VERSION = 1
 
+#: the longest line (one message) the checker reads from a port by default, in bytes;
+#: the environment variable CONQ_PORT_MAX_LINE_BYTES raises it
+MAX_LINE_BYTES = 8 * 1024 * 1024
+
 
 @dataclass(frozen=True)
 class Field:
@@ -145,6 +149,8 @@ def validate(obj: Any, sender: str) -> str | None:
     if not isinstance(obj, dict):
         return "a message must be a JSON object"
     kind = obj.get("type")
+    if not isinstance(kind, str):
+        return "field 'type' must be a string" if "type" in obj else "missing field 'type'"
     msg = BY_TYPE.get(kind)
     if msg is None:
         return f"unknown message type {kind!r}"
@@ -182,6 +188,14 @@ def render_markdown() -> str:
         "- Every response must arrive within the checker's timeout (`--timeout`, default 10 s); a port that does not "
         "answer in time, exits, or writes anything that is not a well-formed message fails the run at that step, with "
         "the step, the request and what went wrong in the verdict.",
+        f"- One line may hold at most {MAX_LINE_BYTES:,} bytes ({MAX_LINE_BYTES // (1024 * 1024)} MiB) by default; a longer "
+        "response fails the run at that step without being read further (raise the limit with the environment variable "
+        "`CONQ_PORT_MAX_LINE_BYTES`).",
+        "- The port runs in a process group (a session) of its own. A port that failed is ended, together with every "
+        "process it started, and never sent another request: the next trace starts a fresh port with `init`. At the end "
+        "of a session (`shutdown`, or EOF on its stdin) the port exits; one that is still running a moment later gets "
+        "SIGTERM, then SIGKILL, sent to its whole process group. The same happens when conq itself is interrupted or "
+        "terminated.",
         "",
         "## Session",
         "",

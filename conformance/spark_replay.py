@@ -64,6 +64,8 @@ class ReplayParams:
     snapshots: bool = True
     minimise: bool = True
     timeout: float = 10.0
+    #: cap on one port reply line in bytes (None: $CONQ_PORT_MAX_LINE_BYTES or the default)
+    max_line_bytes: int | None = None
     #: test hook: a task attempt number that must fail once (proves retries are harmless)
     fail_first_attempt_of_partition: int | None = None
 
@@ -96,7 +98,7 @@ def replay_blocks(params: ReplayParams, blocks: Iterable[int]) -> Iterator[tuple
     from .views import conformance_model
 
     model = conformance_model(params.model, params.config_name, params.overrides)
-    impl = make_impl(params.impl, model.name, timeout=params.timeout)
+    impl = make_impl(params.impl, model.name, timeout=params.timeout, max_line_bytes=params.max_line_bytes)
     checker = Checker(model, impl, snapshots=params.snapshots, record=True)
     sometimes = [p for p in model.property_list() if p.kind is Kind.SOMETIMES or p.witness is not None]
     prop_reqs = _property_requirements(model.name)
@@ -369,22 +371,47 @@ def run_replay(
     conf: dict[str, str] | None = None,
     say=print,
 ) -> ReplaySummary:
+    """Run the job and write its output folder ``out``.
+
+    The output is written into a fresh temporary sibling of ``out``
+    (``<out>.partial-XXXX``) and renamed into place at the end, so ``out``
+    only ever holds a complete output.  ``out`` is replaced only when it does
+    not exist, is empty, or is a previous conq replay output holding nothing
+    conq did not write (its :data:`MARKER` lists what conq wrote); anything
+    else is refused with :class:`ReplayError` before any work, touching
+    nothing.  On any failure, SIGINT or SIGTERM, the partial folder and the
+    package zip are removed (Spark is stopped first, so no task writes there
+    any more)."""
     from .views import conformance_model
 
     if params.mode not in ("random", "coverage", "exhaustive"):
         raise ReplayError(f"--mode must be random, coverage or exhaustive, got {params.mode!r}")
     model = conformance_model(params.model, params.config_name, params.overrides)  # fail fast on bad model/config
+    from .adapters import sigterm_exits
     from .suite import SuiteError, make_impl
 
     try:
-        make_impl(params.impl, model.name).close()  # fail fast on a bad --impl, before Spark starts
+        make_impl(params.impl, model.name, max_line_bytes=params.max_line_bytes).close()  # fail fast on a bad --impl, before Spark starts
     except SuiteError as e:
         raise ReplayError(str(e)) from None
+    final = resolve_output(out)  # refuses an output folder conq may not replace; touches nothing
+    problem = java_problem() or master_problem(master)
+    if problem:
+        raise ReplayError(problem)
+    with sigterm_exits():  # SIGTERM: a clean exit, so the cleanup below runs
+        return _run_replay(params, model, master, final, partitions, truth, conf, say)
+
+
+def _run_replay(params, model, master, final: Path, partitions, truth, conf, say) -> ReplaySummary:
     t0 = time.perf_counter()
-    tmp = Path(tempfile.mkdtemp(prefix="conq-replay-"))
-    staging = out.with_name(out.name + ".partial")
+    staging: Path | None = None
+    tmp: Path | None = None
+    started_spark = False
     try:
+        staging = _make_staging(final)
+        tmp = Path(tempfile.mkdtemp(prefix="conq-replay-"))
         say(f"starting Spark ({master})")
+        started_spark = True
         spark = spark_session(master, conf=conf)
         sc = spark.sparkContext
         sc.addPyFile(str(package_zip(tmp)))
@@ -409,8 +436,6 @@ def run_replay(
             spark.createDataFrame(rows.filter(lambda r: r[0] == "cover").map(lambda r: r[1:]), cover_schema)
             .groupBy("kind", "key").agg(F.min("first_index").alias("first_index"))
         )
-        if staging.exists():
-            shutil.rmtree(staging)
         say("writing traces/ (Parquet)")
         traces_df.write.mode("overwrite").parquet(str(staging / "traces"))
         say("aggregating coverage/ (Parquet)")
@@ -440,19 +465,197 @@ def run_replay(
             say("exploring the bounded graph for the coverage truth")
             _compare_with_graph(model, summary, state_keys, trans_keys, params.length)
         spark.stop()  # a later run in this process may want another master
+        started_spark = False
         summary.seconds = round(time.perf_counter() - t0, 2)
+        summary.out = str(final)
         _write_outputs(staging, summary, growth)
-        if out.exists():
-            shutil.rmtree(out)
-        staging.rename(out)
-        summary.out = str(out)
+        _write_marker(staging, complete=True)
+        _publish(staging, final)
+        staging = None
         return summary
-    except BaseException:
-        if staging.exists():
+    except BaseException as e:
+        if started_spark:
+            # no Spark task may write into the staging folder once it is removed
+            _stop_spark(hard=isinstance(e, (SystemExit, KeyboardInterrupt)))
+        if staging is not None and not getattr(e, "keep_staging", False):
             shutil.rmtree(staging, ignore_errors=True)
         raise
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _stop_spark(hard: bool) -> None:
+    """Stop Spark, so that no task writes into the staging folder any more.
+    ``hard`` (conq is being terminated or interrupted): end the JVM itself and
+    wait for it, without a word to it over Py4J -- the call that was
+    interrupted still occupies this thread's connection, so any further call
+    would wait for the running job to finish.  A later session in this
+    process starts a fresh JVM."""
+    try:
+        from pyspark import SparkContext
+    except ImportError:
+        return
+    sc = SparkContext._active_spark_context
+    if not hard:
+        if sc is not None:
+            try:
+                sc.cancelAllJobs()
+                sc.stop()
+            except BaseException:
+                pass
+        return
+    gateway = SparkContext._gateway
+    proc = getattr(gateway, "proc", None)
+    if proc is not None:
+        import subprocess
+
+        try:
+            proc.stdin.close()  # the JVM exits when its stdin closes (running its shutdown hooks)
+        except (OSError, AttributeError):
+            pass
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=30)
+    SparkContext._active_spark_context = None
+    SparkContext._gateway = None
+    SparkContext._jvm = None
+
+
+# -- the output folder -------------------------------------------------------------------
+
+#: marks a folder written by conq replay, and lists what conq wrote there
+MARKER = ".conq-output.json"
+
+
+def _entries(directory: Path) -> set[str]:
+    """Every file and folder under ``directory`` (relative, POSIX separators; links not followed)."""
+    found: set[str] = set()
+    for root, dirs, files in os.walk(directory):
+        rel = Path(root).relative_to(directory)
+        for name in dirs + files:
+            found.add((rel / name).as_posix())
+    return found
+
+
+def _write_marker(directory: Path, complete: bool) -> None:
+    from conq import __version__
+
+    entries = sorted(_entries(directory) - {MARKER})
+    (directory / MARKER).write_text(json.dumps(
+        {"written_by": "conq replay", "version": __version__, "complete": complete, "entries": entries}, indent=1
+    ))
+
+
+def output_problem(out: Path) -> str | None:
+    """None when conq may write the output folder ``out`` (replacing it as a
+    whole): it does not exist, is empty, or is a previous conq replay output
+    that holds nothing but what conq wrote.  Else why not."""
+    if not out.exists():
+        return f"{out} is a broken symbolic link" if out.is_symlink() else None
+    if not out.is_dir():
+        return f"{out} exists and is not a folder"
+    try:
+        found = _entries(out)
+    except OSError as e:
+        return f"{out} cannot be read ({e})"
+    if not found:
+        return None
+    marker = out / MARKER
+    if not marker.is_file():
+        return (f"{out} is not empty and is not the output of a previous conq replay (it has no {MARKER}); "
+                "conq replaces its output folder as a whole and never deletes files it did not write")
+    try:
+        listed = set(json.loads(marker.read_text())["entries"])
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        return f"{out} has an unreadable {MARKER} ({e})"
+    extra = sorted(found - listed - {MARKER})
+    if extra:
+        shown = ", ".join(extra[:3]) + (f" and {len(extra) - 3} more" if len(extra) > 3 else "")
+        return (f"{out} is a previous conq replay output but also holds {len(extra)} file(s) conq did not write ({shown}); "
+                "conq never deletes files it did not write")
+    return None
+
+
+def resolve_output(out: Path) -> Path:
+    """The absolute output folder (``a/b/..`` is ``a``, symbolic links resolved),
+    or :class:`ReplayError` when conq may not write it.  Touches nothing."""
+    given = str(out)
+    try:
+        final = Path(out).expanduser().resolve()
+    except (OSError, RuntimeError) as e:
+        raise ReplayError(f"--out {given}: {e}") from None
+    if final.parent == final:
+        raise ReplayError(f"--out {given}: the output folder cannot be the root folder")
+    cwd = Path.cwd().resolve()
+    if final == cwd or final in cwd.parents:
+        raise ReplayError(f"--out {given}: {final} holds the current folder; the output folder is replaced as a whole, choose another")
+    problem = output_problem(final)
+    if problem:
+        raise ReplayError(f"--out {given}: refusing to write there: {problem}. Nothing was changed; choose another --out")
+    ancestor = final.parent
+    while not ancestor.exists():
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        raise ReplayError(f"--out {given}: {ancestor} is a file, not a folder")
+    if not os.access(ancestor, os.W_OK | os.X_OK):
+        raise ReplayError(f"--out {given}: cannot create anything in {ancestor} (permission denied)")
+    return final
+
+
+def _make_staging(final: Path) -> Path:
+    """A fresh folder next to ``final``, marked as conq's, for the run to write into."""
+    try:
+        final.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(dir=final.parent, prefix=f"{final.name}.partial-"))
+    except OSError as e:
+        raise ReplayError(f"--out {final}: cannot create the output folder: {e}") from None
+    try:
+        _write_marker(staging, complete=False)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return staging
+
+
+class _OutputChanged(ReplayError):
+    keep_staging = True
+
+
+def _publish(staging: Path, final: Path) -> None:
+    """Put the complete output in place: the previous output (checked again: it
+    must still be conq's alone) is moved aside, the staging folder renamed to
+    ``final``, then the previous output removed.  SIGTERM and SIGINT are held
+    back meanwhile (delivered right after), so a signal never leaves a half-swapped
+    folder."""
+    import signal
+
+    blockable = hasattr(signal, "pthread_sigmask")
+    if blockable:
+        old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT})
+    try:
+        problem = output_problem(final)
+        if problem:
+            raise _OutputChanged(f"--out {final} changed during the run ({problem}); nothing there was changed, "
+                                 f"and the new output was left in {staging}")
+        trash = None
+        if final.exists():
+            trash = Path(tempfile.mkdtemp(dir=final.parent, prefix=f".{final.name}.old-"))
+            os.rename(final, trash / final.name)
+        try:
+            os.rename(staging, final)
+        except BaseException:
+            if trash is not None:
+                os.rename(trash / final.name, final)
+                shutil.rmtree(trash, ignore_errors=True)
+            raise
+        if trash is not None:
+            shutil.rmtree(trash, ignore_errors=True)
+    finally:
+        if blockable:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
 
 
 def _compare_with_graph(model, summary: ReplaySummary, state_keys: set[int], trans_keys: set[int], length: int) -> None:

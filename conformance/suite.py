@@ -23,10 +23,12 @@ class SuiteError(ValueError):
     """Bad suite input (unknown implementation spec, unreadable corpus...)."""
 
 
-def make_impl(spec: str, model: str, *, timeout: float = 10.0) -> Implementation:
+def make_impl(spec: str, model: str, *, timeout: float = 10.0, max_line_bytes: int | None = None) -> Implementation:
     """``reference``, ``stdio:COMMAND``, ``driver:module:Class`` /
     ``driver:FILE.py:Class`` (an in-process driver of your own), or
-    ``mutant:NAME`` (the reference with a mutant of the catalog applied)."""
+    ``mutant:NAME`` (the reference with a mutant of the catalog applied).
+    ``max_line_bytes`` caps one port reply (default: ``$CONQ_PORT_MAX_LINE_BYTES``
+    or :data:`adapters.DEFAULT_MAX_LINE_BYTES`)."""
     if spec.startswith("mutant:"):
         from .adapters import InProcess
         from .consumer_lists.mutants import mutant_driver
@@ -48,7 +50,10 @@ def make_impl(spec: str, model: str, *, timeout: float = 10.0) -> Implementation
         except ValueError as e:
             raise SuiteError(str(e)) from None
     if spec.startswith("stdio:") and spec[6:].strip():
-        return Stdio(spec[6:].strip(), timeout=timeout)
+        try:
+            return Stdio(spec[6:].strip(), timeout=timeout, max_line_bytes=max_line_bytes)
+        except ValueError as e:
+            raise SuiteError(f"--impl {spec}: {e}") from None
     raise SuiteError(f"--impl must be 'reference', 'stdio:COMMAND', 'driver:MODULE:Class' or 'mutant:NAME', got {spec!r}")
 
 
@@ -132,9 +137,10 @@ def run_suite(
     max_failures: int = 5,
     timeout: float = 10.0,
     on_trace: Callable[[], None] | None = None,
+    max_line_bytes: int | None = None,
 ) -> tuple[SuiteResult, Model]:
     model = conformance_model(model_name, config_name, overrides)
-    impl = make_impl(impl_spec, model.name, timeout=timeout)
+    impl = make_impl(impl_spec, model.name, timeout=timeout, max_line_bytes=max_line_bytes)
     res = SuiteResult(model=model.name, impl=impl.name)
     t0 = time.perf_counter()
     try:
