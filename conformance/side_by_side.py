@@ -17,7 +17,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, rule
 
 from conq.model.kernel import Model
 
-from .adapters import InProcess
+from .adapters import InProcess, short_repr
 from .checker import Checker, RunResult
 
 
@@ -60,7 +60,7 @@ def machine_for(model: Model, driver_cls: type) -> type:
                 lines = "\n".join(f"  {i + 1}. {list(a)}" for i, a in enumerate(self.result.actions))
                 raise Diverged(
                     f"{model.name}: the implementation diverged at step {len(self.result.actions)}: {list(action)} "
-                    f"observed {observed!r}, the model allows {allowed!r}\nactions:\n{lines}",
+                    f"observed {short_repr(observed)}, the model allows {short_repr(allowed)}\nactions:\n{lines}",
                     list(self.result.actions),
                 )
             problem = self.checker._check_invariants(nxt)
