@@ -16,8 +16,8 @@ settled once or, for a poison message, dead-lettered; nothing acquired twice; no
 failure reported with the policy's outcome; nothing left held).  Printed: the counts and the
 throughput; ``--compare`` also runs the same shape without faults.  Seconds are safety caps only.
 
-Schedules run: seeds ``--start`` .. ``--start + --schedules - 1`` of the conformance schedules engine
-(``workload.run_schedule``: the engine's three shapes, random/PCT alternating) on the unmutated
+Schedules run: PCT seeds ``--start`` .. ``--start + --schedules - 1`` (``workload.run_schedule``: the
+schedules engine's three shapes, PCT with lock-release switch points) on the unmutated
 reference, split over ``--jobs`` processes; prints every failing seed and the wall time.
 """
 

@@ -5,9 +5,13 @@ What it is
 Every piece of concurrent code in ``conq.impl`` (node list, consumer manager, queue, delivery chain)
 takes a *scheduler* and gets from it everything that can interleave:
 
-* ``sched.point(label)`` -- an interleaving point.  Called before every lock acquire and before every
-  step that would be a compare-and-set / atomic step in a lock-free port (e.g. reading a ``next``
-  pointer during a traversal, the lazy unlink of a deleted entry).
+* ``sched.point(label, subject=None)`` -- an interleaving point.  Called before every step that would
+  be a compare-and-set / atomic step in a lock-free port (e.g. reading a ``next`` pointer during a
+  traversal, the lazy unlink of a deleted entry) and at the thread steps of the system's model (for
+  consumer lists: un-notify, find, acquire, deliver / none of a pull, the set-desired halves, the
+  publisher's notification).  ``subject`` (e.g. a consumer id) only goes into the label of the
+  deterministic scheduler's log.  Code on a hot path may skip the call when the scheduler is not
+  ``deterministic``.  Lock acquires (and, with ``release_points``, releases) are points by themselves.
 * ``sched.lock(name)`` -- a mutual-exclusion lock (``acquire``/``release``/context manager,
   ``acquire(blocking=False)`` for try-lock).
 * ``sched.condition(lock, name)`` -- a condition variable bound to such a lock (``wait(timeout)``,
@@ -19,7 +23,7 @@ Two implementations:
 
 ``ThreadScheduler`` (``REAL``)
     Real ``threading`` primitives.  ``point`` is a module-level no-op function bound once by the
-    callers, so the hot path pays one cheap call and nothing else.
+    callers, so the hot path pays one cheap call (or one flag test) and nothing else.
 
 ``DeterministicScheduler(seed)``
     Logical threads are real OS threads, but exactly one of them runs at any time: the others wait
@@ -36,6 +40,25 @@ Two implementations:
     virtual deadline (virtual time, never wall-clock time), and if there is none it reports a
     deadlock naming every thread and what it waits for.  ``max_steps`` bounds livelocks.
 
+    ``release_points=True`` makes every lock release an interleaving point too.  Without it a
+    window between a release and the thread's next lock-free read or write is never interleaved
+    (the write is glued to the critical section), so a bug that moves a write out of a critical
+    section -- or reads shared state just after one -- cannot show.  Off by default so that the seeds
+    recorded by existing tests keep their interleavings; the consumer-lists schedules engine turns
+    it on.
+
+    ``strategy="fixed"`` has no randomness: the running thread goes on until it blocks or exits,
+    then the runnable thread created first runs -- except at the points named by ``schedule``, a
+    list of ``Deviation(thread, at, to)`` ("at ``thread``'s ``at``-th point, run ``to``").  Every
+    run records its ``decisions`` (the points where more than one thread could run), so any run, of
+    any strategy, converts to such a schedule (``deviations_of``) and replays exactly.
+
+Systematic exploration, minimisation, rendering
+    ``BoundedExploration`` runs every schedule with 0, 1, 2, ... deviations from the fixed
+    strategy's default (preemption / delay bounding as in CHESS), fewest first, each exactly once;
+    ``minimise_schedule`` shrinks a failing schedule by delta debugging over its deviations; and
+    ``render_interleaving`` prints a run as step, thread, switch point and the program's state
+    (``observe_state`` with a ``state_probe`` the program installs).
 Single-caller stepping
     To drive the implementation one operation at a time from one thread (what the conformance checker
     does), use ``REAL`` (or any scheduler) and simply call the API from that thread without starting
@@ -57,20 +80,34 @@ A logical thread that raises aborts the run: every other logical thread is unwou
 from __future__ import annotations
 
 import random
+import re
 import threading
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 __all__ = [
+    "BUILTIN_LABELS",
     "REAL",
+    "BoundedExploration",
     "DeadlockError",
+    "Decision",
     "DeterministicScheduler",
+    "Deviation",
+    "Minimised",
     "SchedulerError",
     "ThreadScheduler",
+    "Trial",
+    "default_preemptible",
+    "deviations_of",
+    "failure_signature",
+    "minimise_schedule",
+    "render_interleaving",
+    "steps_first",
 ]
 
 
-def _noop_point(label: str) -> None:  # noqa: ARG001 - the label is for the deterministic scheduler
+def _noop_point(label: str, subject: object = None) -> None:  # noqa: ARG001 - for the deterministic scheduler
     """Interleaving point on real threads: nothing to decide, the OS scheduler interleaves."""
 
 
@@ -154,11 +191,12 @@ REAL = ThreadScheduler()
 
 
 class _LThread:
-    __slots__ = ("blocked_on", "deadline", "done", "error", "index", "name", "os_thread", "timed_out")
+    __slots__ = ("blocked_on", "deadline", "done", "error", "index", "name", "os_thread", "points", "timed_out")
 
     def __init__(self, index: int, name: str) -> None:
         self.index = index
         self.name = name
+        self.points = 0  # scheduling points this thread reached (a Deviation names one by this count)
         self.blocked_on: object | None = None  # a _DetLock, _DetCondition, _LThread (join) or None
         self.deadline: int | None = None  # virtual deadline of a timed wait
         self.timed_out = False
@@ -198,6 +236,10 @@ class _DetLock:
             for t in s._threads:
                 if t.blocked_on is self:
                     t.blocked_on = None
+            if s.release_points and not s._aborting:
+                # the window between a release and whatever the thread does next (a lock-free read
+                # or write) is an interleaving point too
+                s._switch_locked(me, "release " + self.name)
 
     def locked(self) -> bool:
         return self.owner is not None
@@ -288,19 +330,70 @@ class _DetHandle:
         return True
 
 
+class Deviation(NamedTuple):
+    """One choice of a schedule that differs from the default policy of ``strategy="fixed"``.
+
+    At ``thread``'s ``at``-th scheduling point (counted from 1, every ``point``, lock acquire and
+    release, wait, join, spawn and its exit) the scheduler runs ``to`` instead of its default choice:
+    ``thread`` itself if it can go on (the deviation is then a *preemption*), else the runnable thread
+    created first.  Naming the point by (thread, count) rather than by a global step keeps a deviation
+    meaningful when other deviations are removed (delta debugging).  ``label`` is informative only."""
+
+    thread: str
+    at: int
+    to: str
+    label: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.thread}#{self.at} [{self.label}] -> {self.to}"
+
+
+class Decision(NamedTuple):
+    """A scheduling point at which more than one thread could run (recorded when ``record``)."""
+
+    seq: int  # order of the decisions in the run
+    step: int  # the step of the log entry (a thread's exit shares the step of the last point)
+    thread: str  # the thread that reached the point (running, blocked or exiting)
+    at: int  # its point count (see Deviation)
+    label: str
+    options: tuple[str, ...]  # the runnable threads, in creation order
+    chosen: str
+    preemptive: bool  # ``thread`` itself could have gone on (choosing another one preempts it)
+
+    @property
+    def default(self) -> str:
+        """What ``strategy="fixed"`` runs here without a deviation."""
+        return self.thread if self.preemptive else self.options[0]
+
+
+STRATEGIES = ("random", "pct", "fixed")
+
+
 class DeterministicScheduler:
-    """Seeded scheduler deciding every interleaving point; see the module docstring."""
+    """Seeded scheduler deciding every interleaving point; see the module docstring.
+
+    ``strategy``: ``"random"`` (uniform choice), ``"pct"`` (probabilistic concurrency testing), or
+    ``"fixed"`` (no randomness: the running thread goes on until it blocks or exits, then the runnable
+    thread created first runs -- except at the points named by ``schedule``, a sequence of
+    :class:`Deviation`; the systematic exploration, ``BoundedExploration``, enumerates these).
+    ``release_points``: every lock release is an interleaving point too (off by default so that the
+    recorded seeds of existing users keep their interleavings).  ``observe_state``: the program may
+    install ``state_probe`` (a function returning a short text) and the scheduler stores its value
+    at every point in ``states`` (step -> text), for ``render_interleaving``.
+    """
 
     deterministic = True
 
-    def __init__(self, seed: int, *, strategy: str = "random", pct_depth: int = 3, pct_steps: int = 1000,
-                 max_steps: int = 2_000_000, record: bool = True) -> None:
-        if strategy not in ("random", "pct"):
-            raise SchedulerError(f"unknown strategy {strategy!r}: use 'random' or 'pct'")
+    def __init__(self, seed: int = 0, *, strategy: str = "random", pct_depth: int = 3, pct_steps: int = 1000,
+                 max_steps: int = 2_000_000, record: bool = True, schedule: Iterable[Deviation] = (),
+                 release_points: bool = False, observe_state: bool = False) -> None:
+        if strategy not in STRATEGIES:
+            raise SchedulerError(f"unknown strategy {strategy!r}: use one of {', '.join(STRATEGIES)}")
         self.seed = seed
         self.strategy = strategy
         self.max_steps = max_steps
         self.record = record
+        self.release_points = release_points
         self.log: list[tuple[int, str, str]] = []
         self.steps = 0
         self._rng = random.Random(seed)
@@ -322,6 +415,17 @@ class DeterministicScheduler:
             if strategy == "pct" and pct_depth > 1 else set()
         )
         self._low = 0.0
+        # fixed strategy: the deviations by (thread, point count); those that took effect
+        self.schedule: tuple[Deviation, ...] = tuple(schedule)
+        if self.schedule and strategy != "fixed":
+            raise SchedulerError("a schedule of deviations needs strategy='fixed'")
+        self._deviations: dict[tuple[str, int], Deviation] = {(d.thread, d.at): d for d in self.schedule}
+        self.applied: list[tuple[int, Deviation]] = []  # (step, deviation) in the order they took effect
+        self.decisions: list[Decision] = []
+        self._seq = 0
+        self.observe_state = observe_state
+        self.state_probe: Callable[[], str] | None = None
+        self.states: dict[int, str] = {}
 
     # -- primitives ------------------------------------------------------------------------------
     def lock(self, name: str = "lock") -> _DetLock:
@@ -332,7 +436,7 @@ class DeterministicScheduler:
             raise SchedulerError(f"condition {name!r} needs a lock made by this scheduler")
         return _DetCondition(self, lock, name)
 
-    def point(self, label: str) -> None:
+    def point(self, label: str, subject: object = None) -> None:
         with self._cv:
             me = self._by_os.get(threading.get_ident())
             if me is None:
@@ -342,7 +446,7 @@ class DeterministicScheduler:
                         f"scheduler does not know (use sched.spawn for every thread)"
                     )
                 return  # outside run(): plain single-threaded use
-            self._switch_locked(me, label)
+            self._switch_locked(me, label if subject is None else f"{label} {subject}")
 
     def spawn(self, fn: Callable[[], Any], name: str) -> _DetHandle:
         with self._cv:
@@ -387,8 +491,14 @@ class DeterministicScheduler:
             self._running = False
             failure = self._failure
         if failure is not None:
-            raise SchedulerError(f"seed {self.seed}: a logical thread failed: {failure!r}") from failure
+            raise SchedulerError(f"{self.describe()}: a logical thread failed: {failure!r}") from failure
         return result.get("value")
+
+    def describe(self) -> str:
+        """How to name this run: the seed and strategy, or the schedule of deviations."""
+        if self.strategy == "fixed":
+            return f"schedule [{', '.join(map(str, self.schedule))}]" if self.schedule else "schedule [] (default policy)"
+        return f"seed {self.seed} ({self.strategy})"
 
     # -- internals (all *_locked methods run with self._cv held) ---------------------------------
     def _new_thread(self, name: str) -> _LThread:
@@ -440,7 +550,7 @@ class DeterministicScheduler:
     def _runnable_locked(self) -> list[_LThread]:
         return [t for t in self._threads if not t.done and t.blocked_on is None and t.os_thread is not None]
 
-    def _pick_locked(self) -> _LThread | None:
+    def _pick_locked(self, me: _LThread, label: str) -> _LThread | None:
         runnable = self._runnable_locked()
         if not runnable:
             # Nothing can run: let virtual time pass to the earliest timed wait.
@@ -455,18 +565,38 @@ class DeterministicScheduler:
         if len(runnable) == 1:
             return runnable[0]
         if self.strategy == "pct":
-            return max(runnable, key=lambda t: self._prio[t.index])
-        return self._rng.choice(runnable)
+            nxt = max(runnable, key=lambda t: self._prio[t.index])
+        elif self.strategy == "random":
+            nxt = self._rng.choice(runnable)
+        else:
+            nxt = me if me in runnable else runnable[0]
+            dev = self._deviations.get((me.name, me.points))
+            if dev is not None:
+                target = next((t for t in runnable if t.name == dev.to), None)
+                if target is not None and target is not nxt:
+                    nxt = target
+                    self.applied.append((self.steps, dev))
+        if self.record:
+            self._seq += 1
+            self.decisions.append(Decision(self._seq, self.steps, me.name, me.points, label,
+                                           tuple(t.name for t in runnable), nxt.name, me in runnable))
+        return nxt
 
     def _switch_locked(self, me: _LThread, label: str) -> None:
         if self._aborting:
             raise _Aborted()
         self.steps += 1
+        me.points += 1
         if self.record:
             self.log.append((self.steps, me.name, label))
+        if self.state_probe is not None:
+            try:
+                self.states[self.steps] = self.state_probe()
+            except Exception as exc:  # observation only: never fails the run
+                self.states[self.steps] = f"<state probe failed: {exc!r}>"
         if self.steps > self.max_steps:
             self._failure = self._failure or SchedulerError(
-                f"seed {self.seed}: more than {self.max_steps} scheduling steps (livelock?) at {label!r}"
+                f"more than {self.max_steps} scheduling steps (livelock?); the last: {me.name} at {label!r}"
             )
             self._aborting = True
             self._cv.notify_all()
@@ -474,9 +604,9 @@ class DeterministicScheduler:
         if self.steps in self._change_points:
             self._low -= 1.0
             self._prio[me.index] = self._low  # PCT priority change point: me drops below everyone
-        nxt = self._pick_locked()
+        nxt = self._pick_locked(me, label)
         if nxt is None:
-            self._failure = self._failure or DeadlockError(f"seed {self.seed}: deadlock: {self._describe_locked()}")
+            self._failure = self._failure or DeadlockError(f"deadlock: {self._describe_locked()}")
             self._aborting = True
             self._cv.notify_all()
             raise _Aborted()
@@ -501,10 +631,11 @@ class DeterministicScheduler:
             self._cv.notify_all()
             return
         if self._current is t:
-            nxt = self._pick_locked()
+            t.points += 1  # the exit is the thread's last point (a deviation may name it)
+            nxt = self._pick_locked(t, "exit")
             if nxt is None:
                 self._failure = self._failure or DeadlockError(
-                    f"seed {self.seed}: deadlock after {t.name} finished: {self._describe_locked()}"
+                    f"deadlock after {t.name} finished: {self._describe_locked()}"
                 )
                 self._aborting = True
             else:
@@ -520,3 +651,246 @@ class DeterministicScheduler:
             what = "runnable" if b is None else f"blocked on {getattr(b, 'name', b)!s}"
             parts.append(f"{t.name}: {what}")
         return "; ".join(parts) or "no live threads"
+
+
+# --------------------------------------------------------------------------------------------------
+# Systematic exploration, minimisation, rendering
+# --------------------------------------------------------------------------------------------------
+
+
+#: labels of the scheduler's own points (locks, threads); every other label is a program step
+#: (``sched.point(label)`` in the program: for conq.impl, the model's thread steps)
+BUILTIN_LABELS = ("acquire ", "release ", "spawn ", "join ", "wait ", "blocked on ", "exit", "nodelist.")
+
+
+def steps_first(d: Decision) -> tuple[bool, int]:
+    """The default order of ``BoundedExploration`` among the new deviations of one schedule:
+    deviations at the program's own steps (the model's granularity) before those at lock and
+    thread points (the finer granularity), and within each, the latest point first -- the order in
+    which a depth-first search (CHESS) backtracks."""
+    return (d.label.startswith(BUILTIN_LABELS), -d.seq)
+
+
+def default_preemptible(label: str) -> bool:
+    """The points at which the systematic exploration may deviate: every labelled step of the
+    program, every lock release, spawn, wait, join, block and exit -- not the lock acquires nor the
+    node list's traversal reads, which PCT covers.  Leaving acquires out keeps the count of
+    schedules small at little cost: with release points and the program's step points, a preemption
+    just before an acquire differs from one at the thread's previous point only by the lock-free
+    reads in between."""
+    return not label.startswith(("acquire ", "nodelist."))
+
+
+@dataclass
+class Trial:
+    """One explored schedule and how it ended."""
+
+    number: int  # 1-based, within its exploration
+    depth: int  # deviations in the schedule
+    schedule: tuple[Deviation, ...]
+    sched: DeterministicScheduler
+    error: BaseException | None
+
+    @property
+    def failed(self) -> bool:
+        return self.error is not None
+
+
+class BoundedExploration:
+    """Every schedule with at most ``bound`` deviations from the default policy of
+    ``strategy="fixed"``, fewest deviations first (CHESS-style iterative preemption bounding;
+    because a deviation at a blocking point also counts, this is delay bounding -- Emmi, Qadeer and
+    Rakamaric, POPL 2011 -- over the non-preemptive, first-created-first policy).
+
+    ``run(sched)`` runs the program under ``sched`` and raises on a failure.  Level 0 is the
+    default schedule; the schedules of level d+1 extend each schedule of level d by one deviation
+    at a decision point (``preemptible`` label) *after* its last deviation, to every other runnable
+    thread (in the ``order`` of their decision points, ``steps_first`` by default): each schedule
+    is produced exactly once, since runs are deterministic.  ``level(d)`` runs
+    level d (call it for d = 0, 1, ... in order); ``counts`` says how many schedules each level had
+    and ``complete`` which levels were run to the end.  Scheduler options (``release_points``,
+    ``max_steps``) go in ``sched_kwargs``."""
+
+    def __init__(self, run: Callable[[DeterministicScheduler], Any], *, bound: int = 2,
+                 preemptible: Callable[[str], bool] = default_preemptible,
+                 order: Callable[[Decision], Any] | None = steps_first, **sched_kwargs: Any) -> None:
+        self.run = run
+        self.bound = bound
+        self.preemptible = preemptible
+        self.order = order
+        self.sched_kwargs = sched_kwargs
+        self._frontier: list[tuple[Deviation, ...]] = [()]
+        self._level = 0
+        self.ran = 0
+        self.counts: dict[int, int] = {}
+        self.complete: set[int] = set()
+
+    def trial(self, schedule: tuple[Deviation, ...]) -> tuple[DeterministicScheduler, BaseException | None]:
+        sched = DeterministicScheduler(0, strategy="fixed", schedule=schedule, **self.sched_kwargs)
+        try:
+            self.run(sched)
+        except Exception as exc:
+            return sched, exc
+        return sched, None
+
+    def level(self, depth: int) -> Iterator[Trial]:
+        if depth != self._level:
+            raise SchedulerError(f"levels run in order: level {self._level} is next, not {depth}")
+        frontier, children = self._frontier, []
+        self.counts[depth] = len(frontier)
+        for schedule in frontier:
+            sched, error = self.trial(schedule)
+            self.ran += 1
+            if depth < self.bound and error is None:
+                children.extend(self.extensions(sched, schedule))
+            yield Trial(self.ran, depth, schedule, sched, error)
+        self.complete.add(depth)
+        self._frontier = children
+        self._level += 1
+
+    def extensions(self, sched: DeterministicScheduler, schedule: tuple[Deviation, ...]) -> list[tuple[Deviation, ...]]:
+        last = max((seq for seq, _ in _applied_seqs(sched)), default=0)
+        out = []
+        decisions = [d for d in sched.decisions if d.seq > last and self.preemptible(d.label)]
+        if self.order is not None:
+            decisions.sort(key=self.order)
+        for d in decisions:
+            for t in d.options:
+                if t != d.chosen:
+                    out.append((*schedule, Deviation(d.thread, d.at, t, d.label)))
+        return out
+
+
+def _applied_seqs(sched: DeterministicScheduler) -> list[tuple[int, Deviation]]:
+    """(decision seq, deviation) of the deviations that took effect in ``sched``."""
+    out = []
+    for d in sched.decisions:
+        if d.chosen != d.default:
+            out.append((d.seq, Deviation(d.thread, d.at, d.chosen, d.label)))
+    return out
+
+
+def deviations_of(sched: DeterministicScheduler) -> tuple[Deviation, ...]:
+    """The run of any strategy as a schedule of ``strategy="fixed"``: every decision that differs
+    from the default policy (replaying it reproduces the run exactly; it needs ``record``)."""
+    return tuple(dev for _, dev in _applied_seqs(sched))
+
+
+def failure_signature(exc: BaseException) -> str:
+    """What kind of failure: the root cause's type and first line, numbers blanked (delta debugging
+    keeps a smaller schedule only if it fails the same way)."""
+    root = exc
+    while root.__cause__ is not None:
+        root = root.__cause__
+    first = (str(root).splitlines() or [""])[0].split(";")[0]
+    return f"{type(root).__name__}: {re.sub(r'[0-9]+', '#', first)[:120]}"
+
+
+@dataclass
+class Minimised:
+    schedule: tuple[Deviation, ...]
+    sched: DeterministicScheduler  # the replay of ``schedule`` (with the state probe when asked)
+    error: BaseException
+    runs: int  # replays spent
+    complete: bool  # False: the run budget ended before ddmin did (still a failing schedule)
+
+
+def minimise_schedule(run: Callable[[DeterministicScheduler], Any], schedule: Iterable[Deviation], *,
+                      signature: str | None = None, max_runs: int = 300, **sched_kwargs: Any) -> Minimised:
+    """Delta debugging (Zeller's ddmin) over the deviations of a failing ``schedule``: a smallest
+    subset that still fails with the same ``failure_signature`` (1-minimal: removing any single
+    deviation makes it pass or fail differently), spending at most ``max_runs`` replays.  The result
+    is replayed once more with ``observe_state`` for ``render_interleaving``."""
+    runs = 0
+
+    def attempt(devs: tuple[Deviation, ...], observe: bool = False) -> tuple[DeterministicScheduler, BaseException | None]:
+        nonlocal runs
+        runs += 1
+        sched = DeterministicScheduler(0, strategy="fixed", schedule=devs, observe_state=observe, **sched_kwargs)
+        try:
+            run(sched)
+        except Exception as exc:
+            return sched, exc
+        return sched, None
+
+    current = tuple(schedule)
+    _, err = attempt(current)
+    if err is None:
+        raise SchedulerError(f"schedule [{', '.join(map(str, current))}] does not fail: nothing to minimise")
+    want = signature or failure_signature(err)
+
+    def fails(devs: tuple[Deviation, ...]) -> bool:
+        _, e = attempt(devs)
+        return e is not None and failure_signature(e) == want
+
+    complete = True
+    if current and fails(()):
+        current = ()
+    n = 2
+    while len(current) >= 2:
+        if runs >= max_runs:
+            complete = False
+            break
+        size = len(current)
+        chunks = [current[i * size // n:(i + 1) * size // n] for i in range(n)]
+        reduced = False
+        for i, chunk in enumerate(chunks):
+            if runs >= max_runs:
+                break
+            if fails(chunk):
+                current, n, reduced = chunk, 2, True
+                break
+            complement = tuple(x for j, c in enumerate(chunks) if j != i for x in c)
+            if n > 2 and fails(complement):
+                current, n, reduced = complement, max(n - 1, 2), True
+                break
+        if not reduced:
+            if runs >= max_runs:
+                complete = False
+                break
+            if n >= len(current):
+                break
+            n = min(2 * n, len(current))
+    if len(current) == 1 and runs < max_runs and fails(()):
+        current = ()
+    sched, err = attempt(current, observe=True)
+    if err is None or failure_signature(err) != want:
+        raise SchedulerError(f"the minimised schedule [{', '.join(map(str, current))}] does not replay the failure")
+    return Minimised(current, sched, err, runs, complete)
+
+
+#: lock points, hidden from a rendered interleaving unless something happens there
+_QUIET = ("acquire ", "release ", "nodelist.")
+
+
+def render_interleaving(sched: DeterministicScheduler, *, quiet: tuple[str, ...] = _QUIET, limit: int = 400) -> list[str]:
+    """The run of ``sched`` as readable lines: step, thread, switch point, and the program state
+    (``states``, when the run had ``observe_state``) whenever it changed.  Shown: every labelled
+    step, spawn, wait, join, block; a lock point only where the thread changes or a deviation took
+    effect; each deviation as its own line.  At most ``limit`` lines (the end is kept)."""
+    applied = {}
+    for d in sched.decisions:
+        if d.chosen != d.default:
+            applied.setdefault(d.step, []).append(d)
+    lines: list[str] = []
+    last_state = None
+    prev_thread = None
+    width = max((len(t) for _, t, _ in sched.log), default=4)
+    for step, thread, label in sched.log:
+        devs = applied.get(step, [])
+        state = sched.states.get(step)
+        show = (not label.startswith(quiet)) or devs or thread != prev_thread
+        if show:
+            text = f"{step:>6}  {thread:<{width}}  {label}"
+            if state is not None and state != last_state:
+                text = f"{text:<{width + 52}}  | {state}"
+                last_state = state
+            lines.append(text)
+        for d in devs:
+            kind = "preempted" if d.preemptive else "exited" if d.label == "exit" else "blocked"
+            lines.append(f"{'':>6}  >>> {d.thread} {kind} here: {d.chosen} runs instead of {d.default}"
+                         f"  (deviation {d.thread}#{d.at} -> {d.chosen})")
+        prev_thread = thread
+    if len(lines) > limit:
+        lines = [f"  ... {len(lines) - limit} earlier lines not shown"] + lines[-limit:]
+    return lines

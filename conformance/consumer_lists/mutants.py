@@ -18,8 +18,11 @@ Engines (each spends a *count*, scaled by ``Budget.scale``; seconds only cap):
 * ``stress``    : the real-thread workload (publishers, connections, priorities,
                   browsers, flow toggling): nothing lost, nothing acquired twice,
                   browsers saw everything, no stall;
-* ``schedules`` : the same workload under the deterministic scheduler, one
-                  seeded interleaving after another (random and PCT);
+* ``schedules`` : the same workload under the deterministic scheduler, lock releases
+                  and the model's thread steps being interleaving points: first every
+                  schedule with <= 1 (then 2) deviations from the default schedule over
+                  small workloads, fewest first (systematic), then PCT seeds; a failure is
+                  minimised (delta debugging) and printed as a readable interleaving;
 * ``linearizability``: concurrent node-list histories on real threads checked
                   against the sequential specification.
 """
@@ -30,6 +33,7 @@ from unittest import mock
 
 from conq.conformance.mutation import Budget, Catalogue, Clock, Detection, Mutant
 from conq.conformance.mutation import run_catalog as _run_catalog
+from conq.impl.consumer_lists import delivery as _delivery
 from conq.impl.consumer_lists import node_list as _nl
 from conq.impl.consumer_lists import queue as _q
 from conq.impl.consumer_lists.consumer_manager import QueueConsumerManager
@@ -271,9 +275,29 @@ def _remove_counts_twice(self, entry):
     return not was
 
 
+def _unschedule_after_release(self):
+    """``Connection.process`` with ``scheduled = False`` moved from inside the connection lock to
+    just after its release: a ``notify_work`` in that window finds the connection still scheduled,
+    does not schedule it again, and its work is never processed (lost wake-up).  Sequentially the
+    same; on the old scheduler (switch points only at lock acquires) the window was never open."""
+    sent = 0
+    while True:
+        with self._lock:
+            sessions = self._pending
+            if not sessions or self.closed:
+                self._pending = {}
+                break
+            self._pending = {}
+        for session in sessions:
+            sent += session.process()
+    self.scheduled = False  # the order swap: after the release, not before it
+    return sent
+
+
 _QCM = QueueConsumerManager
 _QC = _q.QueueConsumer
 _NL = _nl.NodeList
+_CONN = _delivery.Connection
 
 MUTANTS: dict[str, Mutant] = {
     m.name: m
@@ -324,6 +348,9 @@ MUTANTS: dict[str, Mutant] = {
                ((_NL, "_find_next", _unlink_tail),)),
         Mutant("node-list-size-twice", "removing an already removed entry decrements the size again", "node-list race",
                ((_NL, "remove", _remove_counts_twice),)),
+        Mutant("unschedule-after-release", "the connection clears its scheduled flag just after releasing its lock, "
+               "not under it: a wake-up in that window is lost", "lock-release window",
+               ((_CONN, "process", _unschedule_after_release),)),
     ]
 }
 
@@ -382,8 +409,11 @@ RANDOM_TRACES = 400
 HYPOTHESIS_EXAMPLES = 150
 #: messages per publisher of the real-thread stress run (three publishers)
 STRESS_MESSAGES = 3000
-#: seeded interleavings of the deterministic-schedule engine
-SCHEDULE_SEEDS = 300
+#: schedules of the deterministic-schedule engine: systematic (bounded deviations over the small
+#: workloads, fewest deviations first: 0 and 1 are exhaustive within this count), then PCT seeds
+SYSTEMATIC_SCHEDULES, PCT_SCHEDULES = 400, 200
+#: replays the engine may spend minimising a failing schedule (delta debugging)
+SCHEDULE_MINIMISE_REPLAYS = 300
 #: concurrent rounds of node-list and queue histories (linearizability engine)
 LIN_NODE_ROUNDS, LIN_QUEUE_ROUNDS = 150, 60
 
@@ -510,26 +540,28 @@ def engine_stress(budget: Budget) -> Detection:
 
 
 def engine_schedules(budget: Budget) -> Detection:
-    """Seeded interleavings of the whole chain under the implementation's
-    deterministic scheduler (random and PCT strategies alternating; the shapes are
-    ``workload.schedule_shape``): the same workload checks as ``stress``, but every
-    interleaving point is decided by the seed, so races the GIL hides on real threads
-    show up, and a failing seed replays exactly."""
-    from conq.impl.consumer_lists.workload import run_schedule
+    """Interleavings of the whole chain under the implementation's deterministic
+    scheduler (``workload.explore_schedules``): the same workload checks as ``stress``,
+    but every interleaving point -- each lock acquire and release, each thread step of
+    the model (un-notify, find, acquire, deliver, set-desired halves, publisher
+    notification) -- is decided by the scheduler.  Systematic first: every schedule with
+    0, then 1, then 2 deviations from the default (non-preemptive) schedule over the
+    small ``SYSTEMATIC_SHAPES``; then PCT seeds over ``schedule_shape``.  The budget is
+    a count of schedules; a failure is minimised (delta debugging over its deviations)
+    and its interleaving printed (``detail``, after the first line; ``evidence``: the
+    minimised deviations as (thread, its point number, thread run instead, label))."""
+    from conq.impl.consumer_lists.workload import explore_schedules
 
     clock = Clock(budget)
-    seeds = budget.count(SCHEDULE_SEEDS)
-    for seed in range(seeds):
-        try:
-            run_schedule(seed)
-        except Exception as e:
-            cause = e.__cause__ or e
-            strategy = "pct" if seed % 2 else "random"
-            return clock.killed(f"seed {seed} ({strategy}): {type(cause).__name__}: {str(cause).splitlines()[0] if str(cause) else ''}",
-                                spent=f"{seed + 1} schedules")
-        if clock.over():
-            return clock.capped(f"{seed + 1} of {seeds} schedules")
-    return clock.survived(f"{seeds} schedules pass every check", f"{seeds} schedules")
+    systematic, pct = budget.count(SYSTEMATIC_SCHEDULES), budget.count(PCT_SCHEDULES)
+    result = explore_schedules(systematic, pct, max_replays=SCHEDULE_MINIMISE_REPLAYS, stop=clock.over)
+    spent = f"{result.explored} schedules"
+    if result.failure is not None:
+        f = result.failure
+        return clock.killed(f.report(), [(d.thread, d.at, d.to, d.label) for d in f.schedule], spent)
+    if result.stopped:
+        return clock.capped(f"{result.explored} of {systematic + pct} schedules")
+    return clock.survived(f"{result.describe()}: every check passes", spent)
 
 
 def engine_linearizability(budget: Budget) -> Detection:

@@ -112,6 +112,13 @@ has no cycle.  Lock-free reads: ``entry.state`` in the notify walk and ``_availa
 or a skipped *extra* notification, never a lost one, because the lost-wake-up argument above rests on
 the QCM moves (node locks) and on the enqueue linking its entry before it walks Interested.
 
+Interleaving points (``conq.impl.scheduling``): besides every lock acquire (and release, when the
+deterministic scheduler has ``release_points``), the model's thread steps are points under a
+deterministic scheduler -- a pull's ``pull.unnotify``, ``pull.find``, ``pull.acquire``,
+``pull.deliver``/``pull.none``, the second half of set-notify-work-desired (``desired.queue``, after the
+consumer's flag) and a publisher's notification after linking or making a message available again
+(``publish.notify``); on real threads one test of ``_det`` skips them.
+
 ``deliver_single_message`` for one consumer must not run concurrently with itself (upstream: a
 consumer is only pulled by its connection's IO thread); a per-consumer try-lock turns a violation into
 a ``QueueError`` instead of silent corruption.
@@ -239,6 +246,9 @@ class QueueConsumer:
         if desired != self.desired:
             self.desired = desired
             if self.node is not None and not self.closed:
+                # model: setNotifyWorkDesired's two halves (the target's flag, then the queue)
+                if self.queue._det:
+                    self.queue._point("desired.queue", self.id)
                 self.queue.set_notify_work_desired(self, desired)
 
     def add_credit(self, n: int) -> None:
@@ -325,6 +335,9 @@ class Queue:
         self._lock = sched.lock(f"{name}.lock")
         self._log_lock = sched.lock(f"{name}.log")
         self._point = sched.point
+        #: the model's thread steps are interleaving points (``_point``) only under a deterministic
+        #: scheduler; on real threads the hot path skips them with one test of this flag
+        self._det = bool(getattr(sched, "deterministic", False))
         sentinel = MessageEntry(0, _DELETED)
         self._tail = sentinel
         self._first = sentinel  # last entry of the deleted prefix: where a new browser starts
@@ -420,6 +433,8 @@ class Queue:
                     entry = self._entries[msg_id]  # ACQUIRED by consumer (invariant), so not deleted
                     released.append((entry, self._release_locked(entry, consumer)))
         for entry, unseen in released:
+            if self._det:
+                self._point("publish.notify", entry.id)
             self._notify_released(entry, unseen)
         if consumer.acquires and previous in (NodeState.INTERESTED, NodeState.NOTIFIED):
             self._notify_after_loss_of_interest()
@@ -440,6 +455,8 @@ class Queue:
             if not held:
                 self._available += 1
         if not held:
+            if self._det:  # model: notifyConsumers is a step of its own
+                self._point("publish.notify", msg_id)
             self._notify_consumers(entry)
         return msg_id
 
@@ -461,6 +478,8 @@ class Queue:
             if consumer is not None and consumer is not owner:
                 raise QueueError(f"release of message {msg_id} by {consumer.id!r}: it is owned by {entry.owner!r}")
             unseen = self._release_locked(entry, owner)
+        if self._det:
+            self._point("publish.notify", msg_id)
         self._notify_released(entry, unseen)
         return True
 
@@ -580,6 +599,8 @@ class Queue:
             for b in self._browsers.values():
                 if b._skipped_held.pop(msg_id, None) is not None:
                     b._reoffer[msg_id] = entry
+        if self._det:
+            self._point("publish.notify", msg_id)
         self._notify_consumers(entry)
         return True
 
@@ -739,23 +760,35 @@ class Queue:
         if not c._deliver_guard.acquire(False):
             raise QueueError(f"deliver_single_message for consumer {c.id!r} called concurrently with itself")
         try:
+            # the model's thread steps of a pull (un-notify, find, acquire, deliver / none) are
+            # interleaving points of a deterministic scheduler (``_det``; real threads skip them)
+            det = self._det
             qcm = self.qcm
+            if det:
+                self._point("pull.unnotify", c.id)
             qcm.set_notified(c, False)  # NOTIFIED -> INTERESTED *before* looking: no lost wake-up
             if not c.desired:
                 return None  # suspended: it already told the queue it does not want work
             entry = self._attempt_delivery(c) if c.acquires else self._attempt_browse(c)
             if entry is None:
+                if det:
+                    self._point("pull.none", c.id)
                 if c.acquires and self._available > 0:
                     self._notify_other_consumers(c)
                 return None
             c.delivered += 1
+            if det:
+                self._point("pull.deliver", c.id)
             qcm.set_notified(c, True)  # keep pulling
             return entry.id
         finally:
             c._deliver_guard.release()
 
     def _attempt_delivery(self, c: QueueConsumer) -> MessageEntry | None:
+        det = self._det
         while True:
+            if det:
+                self._point("pull.find", c.id)
             with self._lock:
                 entry = self._peek_acquirable_locked()
             if entry is None:
@@ -764,6 +797,8 @@ class Queue:
                 return None  # strict priority: a higher-priority consumer wants work
             if not c._allocate_credit():
                 return None  # no credit: wait for add_credit (which turns desired back on)
+            if det:
+                self._point("pull.acquire", c.id)
             with self._lock:
                 # ``closed`` re-read under the lock: no acquisition after remove_consumer's release
                 acquired = entry.state is _AVAILABLE and not c.closed
@@ -780,12 +815,16 @@ class Queue:
                 return None
 
     def _attempt_browse(self, b: QueueConsumer) -> MessageEntry | None:
+        if self._det:
+            self._point("pull.find", b.id)
         with self._lock:
             entry = self._peek_browsable_locked(b)
         if entry is None:
             return None
         if not b._allocate_credit():
             return None
+        if self._det:
+            self._point("pull.acquire", b.id)
         with self._lock:
             if b._reoffer.pop(entry.id, None) is None:
                 if entry.id <= b._last_seen.id:  # type: ignore[union-attr]

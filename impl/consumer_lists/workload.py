@@ -52,6 +52,19 @@ top of the ones above:
   a consumer being closed, "browsed" for a browser), and no other failure (delivery or internal) is
   reported at all.  A violation fails the run as soon as it is seen, not only at the end.
 
+The schedules engine (issue 17)
+-------------------------------
+``explore_schedules(systematic, pct)`` is the conformance ``schedules`` engine: the workload under the
+deterministic scheduler with every lock release and every model thread step (``pull.unnotify``,
+``pull.find``, ``pull.acquire``, ``pull.deliver``/``pull.none``, ``desired.queue``, ``publish.notify``)
+as interleaving points (``SCHEDULE_OPTIONS``).  Systematic first: every schedule with 0, then 1, then 2
+deviations from the default non-preemptive schedule over the small ``SYSTEMATIC_SHAPES``
+(``scheduling.BoundedExploration``: deviations at the model's steps before those at lock points, latest
+first); then PCT seeds over the larger ``schedule_shape`` shapes.  Both counts are budgets (schedules,
+never seconds).  The first failure is minimised (delta debugging over its deviations) and
+``ScheduleFailure.report()`` prints it: the deviations, a ``replay_schedule``/``replay_pct`` call that
+replays it, and the interleaving -- step, thread, switch point and the lists (``state_line``).
+
 Concurrency argument: this module only uses the public operations of ``queue`` and ``delivery`` plus
 its own state under ``_lock`` (a leaf lock): counters, the holder map, the registry of consumers.
 The per-consumer client records (``_Client``) are written only by the IO thread currently processing
@@ -66,15 +79,26 @@ from __future__ import annotations
 
 import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from conq.impl.consumer_lists.delivery import Connection, ConsumerTarget, DeliveryFailure, IOThreadPool
-from conq.impl.consumer_lists.queue import DEFAULT_PRIORITY, Queue, QueueConsumer, QueueError
-from conq.impl.scheduling import REAL, DeterministicScheduler
+from conq.impl.consumer_lists.queue import DEFAULT_PRIORITY, MessageState, Queue, QueueConsumer, QueueError
+from conq.impl.scheduling import (
+    REAL,
+    BoundedExploration,
+    DeterministicScheduler,
+    Deviation,
+    Minimised,
+    deviations_of,
+    minimise_schedule,
+    render_interleaving,
+)
 
-__all__ = ["ConsumerSpec", "Faults", "InjectedFault", "WorkloadError", "WorkloadResult", "run_schedule", "run_workload",
-           "schedule_shape"]
+__all__ = ["SCHEDULE_OPTIONS", "SYSTEMATIC_SHAPES", "ConsumerSpec", "Faults", "InjectedFault", "ScheduleExploration",
+           "ScheduleFailure", "WorkloadError", "WorkloadResult", "explore_schedules", "pct_scheduler", "replay_pct",
+           "replay_schedule", "run_schedule", "run_shape", "run_workload", "schedule_shape"]
 
 
 class WorkloadError(AssertionError):
@@ -169,10 +193,40 @@ def run_workload(
     return result
 
 
+# ==================================================================================================
+# The schedules engine's exploration (conformance/consumer_lists/mutants.py: engine_schedules)
+# ==================================================================================================
+
+#: scheduler options of every schedule explored: lock releases are interleaving points too (a
+#: window between a release and a later lock-free read or write is interleaved), and a bound on
+#: steps that turns a livelock into a failure (the longest shape needs about 3,000)
+SCHEDULE_OPTIONS: dict[str, Any] = {"release_points": True, "max_steps": 20_000}
+
+#: the systematic phase's small workloads (name -> connections, keyword arguments of
+#: ``run_workload``): small enough that every schedule with one deviation is explored
+SYSTEMATIC_SHAPES: dict[str, tuple[list[list[ConsumerSpec]], dict[str, Any]]] = {
+    # one consumer, two publishers: a pull can find the queue empty while a publisher still has a
+    # message to enqueue (the lost wake-up windows of a pull and of the delivery chain)
+    "1c-2p": ([[ConsumerSpec()]], dict(publishers=2, messages_per_publisher=1, io_threads=1)),
+    # two connections on two IO threads, equal priority, one with a credit window of one (two
+    # pulls racing for the same entry, hand-over of the wake-up, credit running out mid-pull);
+    # priorities are left to the PCT shapes (a lower priority consumer rarely pulls)
+    "2c-credit": ([[ConsumerSpec(priority=5)], [ConsumerSpec(priority=5, credit_window=1)]],
+                  dict(publishers=1, messages_per_publisher=2, io_threads=2)),
+    # a browser next to an acquiring consumer, and one flow-control toggle
+    "browser-flow": ([[ConsumerSpec(), ConsumerSpec(acquires=False)]],
+                     dict(publishers=1, messages_per_publisher=2, io_threads=1, flow_toggles=1)),
+}
+#: deviations per schedule in the systematic phase (levels 0, 1, 2 in that order)
+SYSTEMATIC_BOUND = 2
+
+#: PCT phase: scheduling points of each ``schedule_shape`` (the range PCT draws its change points from)
+PCT_STEPS = (2500, 330, 600)
+
+
 def schedule_shape(seed: int) -> tuple[list[list[ConsumerSpec]], dict[str, Any]]:
-    """The workload shape seed ``seed`` of the conformance ``schedules`` engine runs
-    (``conformance/consumer_lists/mutants.py``: ``engine_schedules``; kept identical, which
-    ``tests/impl/test_scheduling.py`` checks): three shapes in rotation, batch 2."""
+    """The workload shape of seed ``seed`` of the schedules engine's PCT phase: three shapes in
+    rotation, batch 2."""
     mixed = [
         [ConsumerSpec(priority=10, credit_window=2), ConsumerSpec(priority=5)],
         [ConsumerSpec(acquires=False), ConsumerSpec(priority=5, credit_window=1)],
@@ -188,12 +242,188 @@ def schedule_shape(seed: int) -> tuple[list[list[ConsumerSpec]], dict[str, Any]]
     return conns, dict(kw, seed=seed, batch=2)
 
 
-def run_schedule(seed: int, **overrides: Any) -> WorkloadResult:
-    """Seed ``seed`` of the ``schedules`` engine on the reference: its shape under
-    ``DeterministicScheduler(seed, strategy="pct" if seed is odd else "random", pct_steps=400)``."""
+def pct_scheduler(seed: int, **kwargs: Any) -> DeterministicScheduler:
+    """The scheduler of PCT seed ``seed``: depth 2, 3, 4 in rotation (bugs that need one, two or
+    three ordering constraints), change points drawn over the shape's length; every point
+    (node-list reads included) is a decision."""
+    return DeterministicScheduler(seed, strategy="pct", pct_depth=2 + (seed // 3) % 3,
+                                  pct_steps=PCT_STEPS[seed % 3], **(SCHEDULE_OPTIONS | kwargs))
+
+
+def run_schedule(seed: int, *, sched: DeterministicScheduler | None = None, **overrides: Any) -> WorkloadResult:
+    """PCT seed ``seed`` of the schedules engine: ``schedule_shape(seed)`` under
+    ``pct_scheduler(seed)`` (or ``sched``).  Raises ``SchedulerError`` (cause: the
+    ``WorkloadError``) on a failure."""
     conns, kw = schedule_shape(seed)
-    sched = DeterministicScheduler(seed, strategy="pct" if seed % 2 else "random", pct_steps=400)
-    return run_workload(sched=sched, connections=conns, **(kw | overrides))
+    return run_workload(sched=sched or pct_scheduler(seed), connections=conns, **(kw | overrides))
+
+
+def run_shape(shape: str, sched: DeterministicScheduler, **overrides: Any) -> WorkloadResult:
+    """Systematic workload ``shape`` (``SYSTEMATIC_SHAPES``) under ``sched``."""
+    conns, kw = SYSTEMATIC_SHAPES[shape]
+    return run_workload(sched=sched, connections=conns, **(dict(kw, batch=2) | overrides))
+
+
+def replay_schedule(shape: str, schedule: Any = (), *, observe: bool = True) -> tuple[DeterministicScheduler, BaseException | None]:
+    """Run the systematic workload ``shape`` under the fixed schedule ``schedule`` (Deviations, or
+    ``(thread, at, to)`` triples as printed by a failure report); returns the scheduler (``log``,
+    ``states``, ``decisions``) and the failure, or None if the run passes."""
+    devs = tuple(d if isinstance(d, Deviation) else Deviation(*d) for d in schedule)
+    sched = DeterministicScheduler(0, strategy="fixed", schedule=devs, observe_state=observe, **SCHEDULE_OPTIONS)
+    try:
+        run_shape(shape, sched)
+    except Exception as exc:
+        return sched, exc
+    return sched, None
+
+
+@dataclass
+class ScheduleFailure:
+    """A failing schedule of the exploration, minimised, with its readable interleaving."""
+
+    number: int  # schedules explored up to and including this one
+    phase: str  # "systematic" or "pct"
+    workload: str  # systematic shape name, or "shape k" of the PCT phase
+    found: str  # the schedule as found: "schedule [...]" or "seed s (pct, depth d)"
+    error: BaseException
+    minimised: Minimised | None = None
+    number_seed: int = -1  # the PCT seed (PCT phase)
+
+    @property
+    def cause(self) -> BaseException:
+        return self.error.__cause__ or self.error
+
+    @property
+    def schedule(self) -> tuple[Deviation, ...]:
+        """The minimised schedule (a fixed-strategy schedule that replays the failure)."""
+        return self.minimised.schedule if self.minimised is not None else ()
+
+    def summary(self) -> str:
+        first = (str(self.cause).splitlines() or [""])[0]
+        return f"{self.phase} schedule {self.number} ({self.workload}, {self.found}): {type(self.cause).__name__}: {first}"
+
+    def replay_call(self) -> str:
+        triples = [(d.thread, d.at, d.to) for d in self.schedule]
+        if self.phase == "systematic":
+            return f"conq.impl.consumer_lists.workload.replay_schedule({self.workload!r}, {triples!r})"
+        return f"conq.impl.consumer_lists.workload.replay_pct({self.number_seed}, {triples!r})"
+
+    def replay(self, observe: bool = True) -> tuple[DeterministicScheduler, BaseException | None]:
+        triples = [(d.thread, d.at, d.to) for d in self.schedule]
+        if self.phase == "systematic":
+            return replay_schedule(self.workload, triples, observe=observe)
+        return replay_pct(self.number_seed, triples, observe=observe)
+
+    def report(self) -> str:
+        lines = [self.summary()]
+        m = self.minimised
+        if m is not None:
+            devs = ", ".join(map(str, m.schedule)) or "none: the default schedule fails"
+            lines.append(f"minimised to {len(m.schedule)} deviation(s) from the default schedule in {m.runs} replays"
+                         f"{'' if m.complete else ' (replay budget spent: not 1-minimal)'}: {devs}")
+            lines.append(f"replay: {self.replay_call()}")
+            lines.append("interleaving (step, thread, switch point | lists, messages, connections: * scheduled, "
+                         "+ pending; at that point):")
+            lines += ["  " + line for line in render_interleaving(m.sched)]
+            lines.append(f"  failure: {type(m.error.__cause__ or m.error).__name__}: "
+                         f"{(str(m.error.__cause__ or m.error).splitlines() or [''])[0]}")
+        return "\n".join(lines)
+
+
+def replay_pct(seed: int, schedule: Any = (), *, observe: bool = True) -> tuple[DeterministicScheduler, BaseException | None]:
+    """``schedule_shape(seed)`` under the fixed schedule ``schedule`` (a minimised PCT failure)."""
+    devs = tuple(d if isinstance(d, Deviation) else Deviation(*d) for d in schedule)
+    sched = DeterministicScheduler(0, strategy="fixed", schedule=devs, observe_state=observe, **SCHEDULE_OPTIONS)
+    try:
+        run_schedule(seed, sched=sched)
+    except Exception as exc:
+        return sched, exc
+    return sched, None
+
+
+@dataclass
+class ScheduleExploration:
+    """What ``explore_schedules`` did: schedules run per phase, how far the systematic phase got,
+    and the first failure (minimised), if any."""
+
+    explored: int = 0
+    systematic: int = 0
+    pct: int = 0
+    #: shape -> level -> schedules run of that level, and whether the level was run to its end
+    levels: dict[str, dict[int, tuple[int, bool]]] = field(default_factory=dict)
+    failure: ScheduleFailure | None = None
+    stopped: bool = False  # ``stop()`` said so before the counts were spent (a safety cap: no verdict)
+
+    def exhaustive_upto(self) -> int:
+        """The largest d such that every schedule with <= d deviations of every shape was run (-1: none)."""
+        d = -1
+        while all(self.levels.get(s, {}).get(d + 1, (0, False))[1] for s in SYSTEMATIC_SHAPES):
+            d += 1
+        return d
+
+    def describe(self) -> str:
+        parts = []
+        for shape, lv in self.levels.items():
+            parts.append(f"{shape}: " + ", ".join(f"{n}{'' if done else '+'} with {d} deviation(s)" for d, (n, done) in sorted(lv.items())))
+        upto = self.exhaustive_upto()
+        ex = f"every schedule with <= {upto} deviation(s)" if upto >= 0 else "not one level complete"
+        return (f"{self.explored} schedules: {self.systematic} systematic ({ex} over {len(SYSTEMATIC_SHAPES)} "
+                f"workloads; {'; '.join(parts)}), {self.pct} PCT")
+
+
+def explore_schedules(systematic: int, pct: int, *, minimise: bool = True, max_replays: int = 300,
+                      stop: Callable[[], bool] | None = None) -> ScheduleExploration:
+    """The schedules engine: first ``systematic`` schedules of the bounded exploration of the
+    ``SYSTEMATIC_SHAPES`` (every schedule with 0 deviations of every shape, then every one with 1,
+    then with 2: ``BoundedExploration``), then ``pct`` PCT seeds over ``schedule_shape``.  Stops at
+    the first failure, which is minimised (delta debugging over its deviations, at most
+    ``max_replays`` replays) and rendered (``ScheduleFailure.report``).  Pure function of the
+    implementation: no clock, no randomness outside the seeds -- except ``stop``, a safety cap
+    asked after every schedule: if it says stop, the result is ``stopped`` (no verdict)."""
+    out = ScheduleExploration()
+    explorations = {name: BoundedExploration(lambda s, name=name: run_shape(name, s), bound=SYSTEMATIC_BOUND,
+                                             **SCHEDULE_OPTIONS) for name in SYSTEMATIC_SHAPES}
+    for depth in range(SYSTEMATIC_BOUND + 1):
+        for name, ex in explorations.items():
+            if out.systematic >= systematic:
+                break
+            run, done = 0, True
+            for trial in ex.level(depth):
+                out.systematic += 1
+                out.explored += 1
+                run += 1
+                if trial.failed:
+                    out.levels.setdefault(name, {})[depth] = (run, False)
+                    out.failure = ScheduleFailure(out.explored, "systematic", name, trial.sched.describe(), trial.error)
+                    if minimise:
+                        out.failure.minimised = minimise_schedule(lambda s, name=name: run_shape(name, s), trial.schedule,
+                                                                  max_runs=max_replays, **SCHEDULE_OPTIONS)
+                    return out
+                if out.systematic >= systematic:
+                    done = False
+                    break
+                if stop is not None and stop():
+                    out.levels.setdefault(name, {})[depth] = (run, False)
+                    out.stopped = True
+                    return out
+            out.levels.setdefault(name, {})[depth] = (run, done)
+    for seed in range(pct):
+        sched = pct_scheduler(seed)
+        out.pct += 1
+        out.explored += 1
+        try:
+            run_schedule(seed, sched=sched)
+        except Exception as exc:
+            found = f"seed {seed} (pct, depth {2 + (seed // 3) % 3})"
+            out.failure = ScheduleFailure(out.explored, "pct", f"shape {seed % 3}", found, exc, number_seed=seed)
+            if minimise:
+                out.failure.minimised = minimise_schedule(lambda s, seed=seed: run_schedule(seed, sched=s), deviations_of(sched),
+                                                          max_runs=max_replays, **SCHEDULE_OPTIONS)
+            return out
+        if stop is not None and stop() and seed + 1 < pct:
+            out.stopped = True
+            return out
+    return out
 
 
 _M64 = (1 << 64) - 1
@@ -274,6 +504,40 @@ class _Run:
             self.connections.append(conn)
         if not self.acquirers:
             raise ValueError("the workload needs at least one acquiring consumer")
+        if getattr(sched, "observe_state", False):
+            sched.state_probe = self.state_line  # a rendered interleaving shows the lists at each step
+
+    def state_line(self) -> str:
+        """The lists and messages in one line, for a rendered interleaving.  Called by the
+        deterministic scheduler at its points (one logical thread runs at a time): reads plain
+        fields only -- no lock, no node-list iterator (both are interleaving points)."""
+
+        def ids(nl: Any) -> list[Any]:
+            out, n = [], nl.head.next
+            while n is not None:
+                if not n.deleted:
+                    out.append(n.value.consumer.id)
+                n = n.next
+            return out
+
+        q = self.queue
+        parts = []
+        for name in ("interested", "notified"):
+            members = [cid for lv in q.qcm._levels for cid in ids(getattr(lv, name))]
+            parts.append(f"{name} {members}")
+        for name in ("not_interested", "non_acquiring"):
+            members = ids(getattr(q.qcm, name))
+            if members:
+                parts.append(f"{name} {members}")
+        entries = list(q._entries.values())
+        parts.append(f"available {[e.id for e in entries if e.state is MessageState.AVAILABLE]}")
+        acquired = {e.id: e.owner for e in entries if e.state is MessageState.ACQUIRED}
+        if acquired:
+            parts.append(f"acquired {acquired}")
+        conns = [f"{c.name}{'*' if c.scheduled else ''}{'+' if c._pending else ''}" for c in self.connections]
+        parts.append(f"connections {' '.join(conns)}")
+        parts.append(f"settled {self.settled}/{self.total}")
+        return "; ".join(parts)
 
     # -- IO thread side ----------------------------------------------------------------------------
     def _sink(self, consumer: QueueConsumer, msg_id: int) -> None:
