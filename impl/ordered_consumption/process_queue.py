@@ -1,0 +1,234 @@
+"""The process queue: a push consumer's local cache of one message queue (seed 001, "Push consumer").
+
+What it is
+----------
+Seed 001: "队列与 process queue 这个结构是一一对应的" -- one process queue per message queue; received
+messages are cached in it and consumption takes them from it.  Upstream (the generation the seed
+describes): ``java/.../impl/consumer/ProcessQueueImpl.java`` at commit 014fa5752d2a, with *pending*
+messages (cached, not yet taken by the dispatcher) and *in-flight* messages (taken, not yet erased).
+
+* ``cache(messages)``: pending, in offset order.  A message that is already pending (a redelivery that
+  overtook the consumption of its previous delivery) is not cached twice: the pending entry takes the
+  new delivery's handle and attempt (the old handle is invalid anyway).
+* Cache limits (seed "检查客户端本地缓存的消息是否超出限制"; upstream ``isCacheFull`` and
+  ``getReceptionBatchSize``): the cache is full when it holds at least ``count_threshold`` messages or
+  ``bytes_threshold`` body bytes (pending + in flight); the next receive asks for
+  ``min(max(count_threshold - cached, 1), server_batch)`` messages.  So the count never exceeds its
+  threshold and the bytes exceed theirs by less than one batch.  ``high_water`` records the largest
+  count and byte size ever held (checked by the stress).
+* Standard mode: ``try_take`` moves the earliest pending message in flight (seed 普通 step 2).
+* FIFO mode: ``try_lock`` / ``unlock`` is the seed's process-queue lock (顺序 steps 2 and 9), and
+  ``take_earliest`` the earliest pending message (顺序 steps 2-3).
+* ``erase(entry)`` removes a taken message from the cache and wakes a receive loop waiting for room
+  (seed 普通 step 3: "然后将其从本地缓存中擦除").
+* ``drop()``: the message queue was taken away by a rebalance: pending messages are discarded (their
+  invisible time will expire and the server redelivers them), the receive loop ends, consumption
+  already under way finishes and settles normally (its handle is still valid).
+* ``memo``: FIFO outcomes that could not be reported.  When a FIFO message's ack (or DLQ forward)
+  ends with a non-retriable answer, the consumption result is known but the server does not have it;
+  if the server redelivers the same message to this process queue, the dispatcher settles the new
+  delivery with that outcome instead of consuming the message again (see ``push_consumer``: the
+  seed's "repeat until success" carried over to the next receipt handle).  An entry is obsolete once
+  a later message of the same message group arrives (the server delivers it only after the earlier
+  one was settled), checked when such a message is cached and again when it is taken (an outcome
+  remembered after the later message was cached is pruned then), and the memo is bounded
+  (``MEMO_LIMIT``, oldest dropped first).
+
+Concurrency argument
+--------------------
+One lock (``lock``, condition ``cond``) protects every field: pending heap and index, in-flight set,
+counters, high-water marks, lock flag, dropped flag and memo.  The receive loop (the only thread that
+caches into this queue), the dispatcher and the consumption workers all go through the methods below,
+each one critical section; none of them calls out (no RPC, no listener, no other lock) while holding
+``lock``.  ``cond`` is notified on every erase and on drop, which is what a receive loop waiting for
+room waits for (no polling).  Lock order: process-queue lock -> the consumer's table lock (read by the
+receive loop for the thresholds) -> clock / cancel internals; nothing else is taken under it.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import OrderedDict
+from typing import Any
+
+from conq.impl.ordered_consumption.clock import Cancel
+from conq.impl.ordered_consumption.protocol import MessageQueue, ReceivedMessage
+from conq.impl.scheduling import REAL
+
+__all__ = ["MEMO_LIMIT", "Entry", "ProcessQueue"]
+
+MEMO_LIMIT = 4096
+
+
+class Entry:
+    """One cached message (the latest delivery of it this queue got)."""
+
+    __slots__ = ("message", "seq", "size", "state")
+
+    def __init__(self, message: ReceivedMessage, seq: int) -> None:
+        self.message = message
+        self.size = len(message.body)
+        self.seq = seq  # tie-break in the heap: two deliveries of one offset, older first
+        self.state = "pending"  # pending -> inflight -> erased, or pending -> discarded
+
+    def __repr__(self) -> str:
+        return f"Entry({self.message.message_id}, attempt={self.message.delivery_attempt}, {self.state})"
+
+
+class ProcessQueue:
+    """See the module docstring."""
+
+    def __init__(self, mq: MessageQueue, cancel: Cancel, *, sched: Any = REAL) -> None:
+        self.mq = mq
+        self.cancel = cancel  # cancelled on drop / consumer shutdown: ends long polls and back-offs
+        self.lock = sched.lock(f"pq {mq}")
+        self.cond = sched.condition(self.lock, f"pq {mq}")
+        self._heap: list[tuple[int, int, Entry]] = []
+        self._pending: dict[str, Entry] = {}
+        self._inflight: set[Entry] = set()
+        self.count = 0
+        self.bytes = 0
+        self.high_water = (0, 0)
+        self.locked = False
+        self.dropped = False
+        # message id -> (outcome, message group, offset, attempt)
+        self.memo: OrderedDict[str, tuple[str, str | None, int, int]] = OrderedDict()
+        self.received = 0
+        self.full_waits = 0
+        self._seq = 0
+
+    # ------------------------------------------------------------------ receive side
+    def cached(self) -> tuple[int, int]:
+        with self.lock:
+            return self.count, self.bytes
+
+    def is_full(self, count_threshold: int, bytes_threshold: int) -> bool:
+        with self.lock:
+            return self.count >= count_threshold or self.bytes >= bytes_threshold
+
+    def batch_size(self, count_threshold: int, server_batch: int) -> int:
+        with self.lock:
+            return min(max(count_threshold - self.count, 1), server_batch)
+
+    def cache(self, messages: list[ReceivedMessage]) -> int:
+        """Cache received messages; returns how many new entries (0 if dropped)."""
+        added = 0
+        with self.lock:
+            if self.dropped:
+                return 0
+            for m in messages:
+                self.received += 1
+                if m.group is not None:
+                    self._prune_memo_locked(m)
+                old = self._pending.get(m.message_id)
+                if old is not None:
+                    old.message = m  # the newer delivery of a message still pending: keep one entry
+                    continue
+                self._seq += 1
+                e = Entry(m, self._seq)
+                self._pending[m.message_id] = e
+                heapq.heappush(self._heap, (m.offset, e.seq, e))
+                self.count += 1
+                self.bytes += e.size
+                added += 1
+            c, b = self.high_water
+            if self.count > c or self.bytes > b:
+                self.high_water = (max(c, self.count), max(b, self.bytes))
+        return added
+
+    # ------------------------------------------------------------------ consumption side
+    def _pop_locked(self) -> Entry | None:
+        while self._heap:
+            _, _, e = heapq.heappop(self._heap)
+            if e.state == "pending":
+                del self._pending[e.message.message_id]
+                e.state = "inflight"
+                self._inflight.add(e)
+                if e.message.group is not None:
+                    self._prune_memo_locked(e.message)
+                return e
+        return None
+
+    def try_take(self) -> Entry | None:
+        """Standard mode: the earliest pending message, moved in flight (None if none or dropped)."""
+        with self.lock:
+            if self.dropped:
+                return None
+            return self._pop_locked()
+
+    def try_lock(self) -> bool:
+        """FIFO: take the process-queue lock; False if it is held (or the queue was dropped)."""
+        with self.lock:
+            if self.locked or self.dropped:
+                return False
+            self.locked = True
+            return True
+
+    def take_earliest(self) -> Entry | None:
+        """FIFO, lock held: the earliest pending message (None if none or dropped)."""
+        with self.lock:
+            if not self.locked:
+                raise RuntimeError("take_earliest without the process-queue lock")
+            if self.dropped:
+                return None
+            return self._pop_locked()
+
+    def unlock(self) -> None:
+        with self.lock:
+            if not self.locked:
+                raise RuntimeError("unlock of a process queue that is not locked")
+            self.locked = False
+
+    def erase(self, e: Entry) -> None:
+        with self.lock:
+            if e.state != "inflight":
+                return
+            e.state = "erased"
+            self._inflight.discard(e)
+            self.count -= 1
+            self.bytes -= e.size
+            self.cond.notify_all()
+
+    def drop(self) -> None:
+        """The message queue is no longer ours: discard pending messages, end the receive loop."""
+        with self.lock:
+            if self.dropped:
+                return
+            self.dropped = True
+            for e in self._pending.values():
+                e.state = "discarded"
+                self.count -= 1
+                self.bytes -= e.size
+            self._pending.clear()
+            self._heap.clear()
+            self.memo.clear()
+            self.cond.notify_all()
+        self.cancel.cancel()
+
+    def idle(self) -> bool:
+        with self.lock:
+            return self.count == 0 and not self.locked
+
+    # ------------------------------------------------------------------ FIFO outcome memo
+    def remember(self, m: ReceivedMessage, outcome: str, attempt: int) -> None:
+        """A FIFO outcome ('ack' or 'dlq', decided at ``attempt``) the server did not accept."""
+        with self.lock:
+            if self.dropped:
+                return
+            self.memo[m.message_id] = (outcome, m.group, m.offset, attempt)
+            self.memo.move_to_end(m.message_id)
+            while len(self.memo) > MEMO_LIMIT:
+                self.memo.popitem(last=False)
+
+    def recall(self, m: ReceivedMessage) -> tuple[str, int] | None:
+        """The outcome remembered for this message and the attempt it was decided at (removed)."""
+        with self.lock:
+            got = self.memo.pop(m.message_id, None)
+        return None if got is None else (got[0], got[3])
+
+    def _prune_memo_locked(self, m: ReceivedMessage) -> None:
+        if not self.memo:
+            return
+        stale = [k for k, (_, g, off, _) in self.memo.items() if g == m.group and off < m.offset]
+        for k in stale:
+            del self.memo[k]
