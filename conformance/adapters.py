@@ -67,6 +67,7 @@ REJECTED = ("error", 13)
 #: model name -> "module:Class" of the in-process driver of the reference implementation
 DRIVERS: dict[str, str] = {
     "consumer-lists": "conq.conformance.consumer_lists.driver:ConsumerListsDriver",
+    "recovery-deferral": "conq.conformance.recovery_deferral.driver:RecoveryDeferralDriver",
 }
 
 

@@ -20,18 +20,35 @@ is reported as a property violation.
 from __future__ import annotations
 
 import random
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
 from conq.model.kernel import Kind, Model, config_dict
 
+from . import protocol
 from .adapters import REJECTED, Implementation, PortFailure, short_repr
 from .trace import Event, Trace, hashable, jsonable
 
 
 #: the bound on one echoed value in a verdict (see :func:`adapters.short_repr`)
 ECHO = 1000
+
+#: how a stdio port's definite error reads in a PortFailure (adapters.Stdio._error_text)
+_DEFINITE = re.compile(r"failed: error (\d+) \(([a-z-]+), definite\)")
+
+
+def definite_error(failure: PortFailure) -> tuple[str, int] | None:
+    """``("error", code)`` when ``failure`` is a definite error answer (the operation certainly did
+    not happen): the protocol makes it an observation, one the checker compares with what the model
+    allows instead of a bare port failure.  None for every other failure (crash, hang, indefinite)."""
+    code = getattr(failure, "code", None)
+    if isinstance(code, int):
+        err = protocol.BY_CODE.get(code)
+        return ("error", code) if err is not None and err.definite else None
+    m = _DEFINITE.search(failure.problem or str(failure))
+    return ("error", int(m.group(1))) if m else None
 
 
 @dataclass
@@ -50,6 +67,8 @@ class Divergence:
         head = f"step {self.step}: action {list(self.action)}"
         # echoed values are cut to a bounded length (short_repr): a huge observation never
         # floods a report, a Parquet row or --json output
+        if self.kind == "observation" and isinstance(self.observed, tuple) and self.observed[:1] == ("error",) and self.detail:
+            return f"{head}: the implementation answered {short_repr(self.observed, ECHO, tuples_as_lists=True)} ({self.detail}); the model allows {short_repr(list(self.allowed), 2 * ECHO, tuples_as_lists=True)}"
         if self.kind == "observation":
             return f"{head}: the implementation observed {short_repr(self.observed, ECHO, tuples_as_lists=True)}; the model allows {short_repr(list(self.allowed), 2 * ECHO, tuples_as_lists=True)}"
         if self.kind == "not-enabled":
@@ -200,7 +219,21 @@ class Checker:
                 try:
                     observed = self.impl.do(action)
                 except PortFailure as e:
-                    result.divergence = Divergence(n, action, None, [], "port", str(e), len(current))
+                    err = definite_error(e)
+                    if err is None:
+                        result.divergence = Divergence(n, action, None, [], "port", str(e), len(current))
+                        return result
+                    # a definite error is an observation (spec/port-protocol.md): the model never
+                    # allows one but 13, so the verdict says what it allowed instead
+                    observed = err
+                    result.observations.append(observed)
+                    self.steps_checked += 1
+                    _nxt, allowed, _enabled = self._advance(current, action, observed, result)
+                    name = protocol.BY_CODE[err[1]].name
+                    result.divergence = Divergence(
+                        n, action, observed, allowed, "observation",
+                        f"the port answered error {err[1]} ({name}, definite): {getattr(e, 'problem', str(e))}",
+                        len(current))
                     return result
                 result.observations.append(observed)
                 self.steps_checked += 1

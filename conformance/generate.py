@@ -124,6 +124,31 @@ def exhaustive(model: Model, depth: int) -> Iterator[Trace]:
                 stack.append((t, events + [Event(len(events) + 1, a, o)]))
 
 
+def count_exhaustive(model: Model, depth: int) -> int:
+    """How many traces :func:`exhaustive` yields at ``depth``, counted without enumerating
+    them (paths counted per state and remaining depth, memoised)."""
+    memo: dict[tuple[Any, int], int] = {}
+
+    def paths(state: Any, left: int) -> int:
+        if left == 0:
+            return 1
+        key = (state, left)
+        found = memo.get(key)
+        if found is None:
+            succ = model.successors(state)
+            found = memo[key] = sum(paths(t, left - 1) for _, _, t in succ) if succ else 1
+        return found
+
+    import sys
+
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 4 * depth + 1000))
+    try:
+        return sum(paths(s, depth) for s in model.init_states())
+    finally:
+        sys.setrecursionlimit(limit)
+
+
 def action_sequences(model: Model, depth: int) -> Iterator[list[tuple]]:
     """Every distinct action sequence of 1..``depth`` calls that the model enables, shortest
     first (breadth-first, in the model's action order).  Observations are not fixed: a sequence

@@ -112,6 +112,7 @@ class Catalogue:
 #: model name -> "module:CATALOGUE" (imported lazily: a catalogue imports its implementation)
 CATALOGUES: dict[str, str] = {
     "consumer-lists": "conq.conformance.consumer_lists.mutants:CATALOGUE",
+    "recovery-deferral": "conq.conformance.recovery_deferral.mutants:CATALOGUE",
 }
 
 
@@ -121,6 +122,15 @@ def catalogue(system: str) -> Catalogue:
     if system not in CATALOGUES:
         raise ValueError(f"no mutant catalogue for {system!r} (known: {', '.join(CATALOGUES)})")
     return load_object(CATALOGUES[system])
+
+
+def load_catalogue_module(system: str):
+    """The module holding ``system``'s catalogue (it also offers ``mutant_driver(name)``)."""
+    import importlib
+
+    if system not in CATALOGUES:
+        raise ValueError(f"no mutant catalogue for {system!r} (known: {', '.join(CATALOGUES)})")
+    return importlib.import_module(CATALOGUES[system].partition(":")[0])
 
 
 def run_catalog(cat: Catalogue, names: list[str] | None = None, engines: list[str] | None = None, *,

@@ -55,7 +55,9 @@ MESSAGES: tuple[Message, ...] = (
         "init",
         "checker",
         "First message of a session. The port builds a fresh system under test for this model and configuration; "
-        "`seed` fixes every choice the port makes itself (its scheduler, its tie-breaks), so a run replays exactly.",
+        "`seed` fixes every choice the port makes itself (its scheduler, its tie-breaks), so a run replays exactly. "
+        "A port process serves one model and configuration: when a trace of another configuration comes (the golden "
+        "corpus mixes them), the checker shuts the port down and starts a fresh process with a new `init`.",
         (
             _ID,
             Field("protocol", "integer", f"protocol version; this document describes version {PROTOCOL_VERSION}"),
@@ -75,14 +77,17 @@ MESSAGES: tuple[Message, ...] = (
         "action",
         "checker",
         "Perform one action of the model on the system under test and report what was observed. "
-        "Actions are arrays: the action name, then its parameters (see the model's spec).",
-        (_ID, Field("action", "array", "`[name, param, ...]`, exactly as the model's actions")),
+        "Actions are arrays: the call name, then its parameters: the model's *call-level* actions, listed with "
+        "their parameters, when each is enabled and what each observes in `spec/ports/<model>.md` (never the "
+        "model's finer thread steps).",
+        (_ID, Field("action", "array", "`[name, param, ...]`, exactly as the calls of `spec/ports/<model>.md`")),
         reply="action_ok",
     ),
     Message(
         "action_ok",
         "port",
-        "The action was performed; `observation` is what the caller saw, in the model's vocabulary.",
+        "The action was performed; `observation` is what the caller saw, in the model's vocabulary (its exact "
+        "shape per model: `spec/ports/<model>.md`).",
         (_ID, Field("observation", "any", "JSON value; arrays stand for the model's tuples")),
     ),
     Message(
@@ -95,13 +100,15 @@ MESSAGES: tuple[Message, ...] = (
     Message(
         "snapshot_ok",
         "port",
-        "The observable state, in the shape of the model's `observe()` view.",
+        "The observable state, in the shape of the model's `observe()` view (defined per model, with examples, in "
+        "`spec/ports/<model>.md`).",
         (_ID, Field("state", "any", "JSON value")),
     ),
     Message(
         "reset",
         "checker",
-        "Discard the system under test and build a fresh one with the same model and configuration and this seed.",
+        "Discard the system under test and build a fresh one with the same model and configuration as the `init` "
+        "before it, and this seed (the checker never uses `reset` to change the configuration).",
         (_ID, Field("seed", "integer", "seed for the fresh system")),
         reply="reset_ok",
     ),
@@ -203,7 +210,9 @@ def render_markdown() -> str:
         "checker -> port   {\"type\":\"init\",\"id\":1,\"protocol\":1,\"model\":\"consumer-lists\",\"config\":{...},\"seed\":7}",
         "port -> checker   {\"type\":\"init_ok\",\"id\":1,\"implementation\":\"my-port 0.3\"}",
         "checker -> port   {\"type\":\"action\",\"id\":2,\"action\":[\"enqueue\",0]}",
-        "port -> checker   {\"type\":\"action_ok\",\"id\":2,\"observation\":[\"notified\",1]}",
+        "port -> checker   {\"type\":\"action_ok\",\"id\":2,\"observation\":[null,[0]]}",
+        "checker -> port   {\"type\":\"snapshot\",\"id\":3}",
+        "port -> checker   {\"type\":\"snapshot_ok\",\"id\":3,\"state\":{\"consumers\":[[\"notified\",1],[\"interested\",1]],...}}",
         "...",
         "checker -> port   {\"type\":\"shutdown\",\"id\":9}",
         "port -> checker   {\"type\":\"shutdown_ok\",\"id\":9}",
@@ -211,6 +220,11 @@ def render_markdown() -> str:
         "",
         "The checker accepts a run when the model can produce the same observations for the same actions; the model may "
         "allow several observations for one action (it tracks every model state consistent with what it saw).",
+        "",
+        "What goes inside the messages for each model -- the calls, their parameters and ranges, when each is enabled, "
+        "what it does, the exact observation and snapshot shapes, which configuration switches matter -- is in the "
+        "generated port reference `spec/ports/<model>.md` (for example [ports/consumer-lists.md](ports/consumer-lists.md)); "
+        "a port can be written from that page and this one alone.",
         "",
         "## Messages",
         "",
@@ -232,8 +246,12 @@ def render_markdown() -> str:
     out += [
         "",
         "*Definite* errors say the operation certainly did not happen: the checker treats them as an observation "
-        "(`[\"error\", code]`) that the model must allow (for example, `not-enabled` where the model has the action "
-        "disabled). Indefinite errors end the run with a failing verdict at that step.",
+        "(`[\"error\", code]`) that the model must allow. The model allows `[\"error\", 13]` (`not-enabled`) exactly "
+        "where it has the action disabled, and no other error: a definite error 10, 11 (to an `action`), 12 or 14 fails "
+        "the run at that step as an observation, the verdict naming what the model allowed instead (for example "
+        "`step 3: action [\"pull\", 0]: the implementation answered [\"error\", 12] (...); the model allows "
+        "[[0, []]]`). Error 11 answered to `snapshot` only means the port has no snapshot. Indefinite errors end the "
+        "run with a failing verdict at that step.",
         "",
     ]
     return "\n".join(out)

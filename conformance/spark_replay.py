@@ -88,25 +88,55 @@ def _exhaustive_prefixes(model, depth: int) -> list[list[tuple]]:
 def replay_blocks(params: ReplayParams, blocks: Iterable[int]) -> Iterator[tuple]:
     """Rows for the traces of the given blocks.  Row shapes:
     ("trace", index, seed, steps, ok, kind, step, detail, minimised_json, replay_cmd)
-    ("cover", kind, key, first_index)
+    ("cover", kind, key, first_index)   -- one per distinct key per block
     """
+    return _replay(params, blocks, per_block=True)
+
+
+#: per-process cache of what a partition needs before its first trace and
+#: that depends on nothing but the parameters (model, property requirements,
+#: exhaustive prefixes); a reused Python worker builds it once
+_SETUP: dict[str, tuple] = {}
+
+
+def _setup(params: ReplayParams) -> tuple:
     from conq.model.kernel import Kind
 
+    from .views import conformance_model
+
+    key = json.dumps([params.model, params.config_name, params.overrides, params.mode, params.prefix_depth], sort_keys=True, default=str)
+    got = _SETUP.get(key)
+    if got is None:
+        model = conformance_model(params.model, params.config_name, params.overrides)
+        sometimes = [p for p in model.property_list() if p.kind is Kind.SOMETIMES or p.witness is not None]
+        checks = [
+            (p.check if p.kind is Kind.SOMETIMES else p.witness, p.name)
+            for p in sometimes if p.kind is not Kind.ALWAYS_STEP
+        ]
+        prop_reqs = _property_requirements(model.name)
+        hits = {name: [("property", name)] + [("requirement", r) for r in prop_reqs.get(name, ())] for _, name in checks}
+        prefixes = _exhaustive_prefixes(model, params.prefix_depth) if params.mode == "exhaustive" else []
+        got = _SETUP[key] = (model, checks, hits, prefixes)
+    return got
+
+
+def _replay(params: ReplayParams, blocks: Iterable[int], per_block: bool) -> Iterator[tuple]:
+    """The rows of :func:`replay_blocks`; with ``per_block=False`` the cover
+    rows are aggregated over all the given blocks (one per distinct key, with
+    its least index), emitted after the last trace row."""
     from . import generate
     from .checker import Checker
     from .suite import make_impl
-    from .views import conformance_model
 
-    model = conformance_model(params.model, params.config_name, params.overrides)
+    model, checks, hits, prefixes = _setup(params)
     impl = make_impl(params.impl, model.name, timeout=params.timeout, max_line_bytes=params.max_line_bytes)
     checker = Checker(model, impl, snapshots=params.snapshots, record=True)
-    sometimes = [p for p in model.property_list() if p.kind is Kind.SOMETIMES or p.witness is not None]
-    prop_reqs = _property_requirements(model.name)
-    prefixes = _exhaustive_prefixes(model, params.prefix_depth) if params.mode == "exhaustive" else []
     base_cmd = _replay_command(params)
+    first: dict[tuple, int] = {}
     try:
-        for block in blocks:
-            first: dict[tuple, int] = {}
+        for block in (blocks if per_block else sorted(blocks)):
+            if per_block:
+                first = {}
             seen = generate.CoverageMemory()
             for index in range(block * BLOCK, min((block + 1) * BLOCK, params.traces)):
                 seed = generate.derive_seed(params.seed, index)
@@ -129,18 +159,23 @@ def replay_blocks(params: ReplayParams, blocks: Iterable[int]) -> Iterator[tuple
                     d.kind if d else None, d.step if d else None, d.describe() if d else None,
                     minimised, f"{base_cmd} --only {index}",
                 )
+                # Blocks come in ascending order and indices ascend within a block, so the
+                # first time a key is met is its least index (also across merged blocks).
                 for s in run.visited:
                     key = ("state", stable_hash(s))
                     if key not in first:
                         first[key] = index
-                        for p in sometimes:
-                            pred = p.check if p.kind is Kind.SOMETIMES else p.witness
-                            if p.kind is not Kind.ALWAYS_STEP and pred(s):
-                                for k in [("property", p.name)] + [("requirement", r) for r in prop_reqs.get(p.name, ())]:
+                        for pred, name in checks:
+                            if pred(s):
+                                for k in hits[name]:
                                     first.setdefault(k, index)
                 for (s, label, t) in run.transitions:
                     first.setdefault(("transition", stable_hash((s, label, t))), index)
                     first.setdefault(("action", label[0][0]), index)
+            if per_block:
+                for (kind, key), idx in first.items():
+                    yield ("cover", kind, str(key), idx)
+        if not per_block:
             for (kind, key), idx in first.items():
                 yield ("cover", kind, str(key), idx)
     finally:
@@ -202,17 +237,60 @@ def _replay_command(p: ReplayParams) -> str:
     return cmd
 
 
-def _partition_fn(params: ReplayParams):
-    def run(split: int, blocks: Iterator[int]) -> Iterator[tuple]:
-        if params.fail_first_attempt_of_partition is not None and split == params.fail_first_attempt_of_partition:
+#: the one table the Python workers emit (as Arrow record batches): trace rows
+#: and cover rows, told apart by ``tag``; cover rows use ``kind``, ``key`` and
+#: ``index`` (the least index of the traces in the partition that hit ``key``)
+ROW_COLUMNS = ("tag", "index", "seed", "steps", "ok", "kind", "step", "divergence", "minimised", "replay", "key")
+ROW_DDL = ("tag string, index bigint, seed bigint, steps int, ok boolean, kind string, step int, "
+           "divergence string, minimised string, replay string, key string")
+TRACE_COLUMNS = ("index", "seed", "steps", "ok", "kind", "step", "divergence", "minimised", "replay")
+
+
+def _arrow_schema():
+    import pyarrow as pa
+
+    return pa.schema([
+        ("tag", pa.string()), ("index", pa.int64()), ("seed", pa.int64()), ("steps", pa.int32()), ("ok", pa.bool_()),
+        ("kind", pa.string()), ("step", pa.int32()), ("divergence", pa.string()), ("minimised", pa.string()),
+        ("replay", pa.string()), ("key", pa.string()),
+    ])
+
+
+def _batch(rows: list[tuple], schema):
+    import pyarrow as pa
+
+    cols = list(zip(*rows)) if rows else [()] * len(schema)
+    return pa.RecordBatch.from_arrays([pa.array(c, type=f.type) for c, f in zip(cols, schema)], schema=schema)
+
+
+def _partition_fn(params: ReplayParams, batch_rows: int = 2048):
+    """The ``mapInArrow`` function: the blocks of this partition (a column of
+    block numbers) -> Arrow batches of trace rows, then the partition's cover
+    rows aggregated (one per distinct key)."""
+
+    def run(batches):
+        blocks = [int(b) for rb in batches for b in rb.column(0).to_pylist()]
+        if params.fail_first_attempt_of_partition is not None:
             from pyspark import TaskContext
 
             ctx = TaskContext.get()
-            if ctx is not None and ctx.attemptNumber() == 0:
+            if ctx is not None and ctx.partitionId() == params.fail_first_attempt_of_partition and ctx.attemptNumber() == 0:
                 # Emit some rows' worth of work first, then die: the retry must not duplicate them.
-                list(replay_blocks(params, list(blocks)[:1]))
+                list(_replay(params, blocks[:1], per_block=False))
                 raise RuntimeError("injected failure of the first attempt (retry test)")
-        yield from replay_blocks(params, blocks)
+        schema = _arrow_schema()
+        buf: list[tuple] = []
+        for row in _replay(params, blocks, per_block=False):
+            if row[0] == "trace":
+                buf.append(row + (None,))
+            else:
+                _, kind, key, idx = row
+                buf.append(("cover", idx, None, None, None, kind, None, None, None, None, key))
+            if len(buf) >= batch_rows:
+                yield _batch(buf, schema)
+                buf = []
+        if buf:
+            yield _batch(buf, schema)
 
     return run
 
@@ -240,7 +318,38 @@ def package_zip(directory: Path) -> Path:
                     if pkg is conq and rel.parts and rel.parts[0] in ("model", "impl", "conformance", "spec"):
                         continue
                     zf.write(f, str(arc / rel))
+                    if f.suffix == ".py":
+                        _add_pyc(zf, f, str(arc / rel))
     return target
+
+
+def _add_pyc(zf: zipfile.ZipFile, source: Path, arcname: str) -> None:
+    """Put the compiled module next to its source in the zip (``x.pyc`` beside
+    ``x.py``, which zipimport looks for first), so every Python worker that
+    imports conq from the zip does not compile it again.  An unchecked
+    hash-based pyc: valid whatever the zip entries' timestamps; a worker on
+    another Python version sees a foreign magic number and compiles the source."""
+    import importlib.util
+    import marshal
+
+    data = source.read_bytes()
+    body = None
+    try:  # the driver's own fresh bytecode cache, when there is one: no compiling at all
+        raw = Path(importlib.util.cache_from_source(str(source))).read_bytes()
+        st = source.stat()
+        if (raw[:4] == importlib.util.MAGIC_NUMBER and raw[4:8] == bytes(4)
+                and int.from_bytes(raw[8:12], "little") == int(st.st_mtime) & 0xFFFFFFFF
+                and int.from_bytes(raw[12:16], "little") == st.st_size & 0xFFFFFFFF):
+            body = raw[16:]
+    except (OSError, NotImplementedError, ValueError):
+        pass
+    if body is None:
+        try:
+            body = marshal.dumps(compile(data, arcname, "exec", dont_inherit=True))
+        except SyntaxError:
+            return  # the worker reports it on import, as before
+    header = importlib.util.MAGIC_NUMBER + (0b01).to_bytes(4, "little") + importlib.util.source_hash(data)
+    zf.writestr(arcname[:-3] + ".pyc", header + body)
 
 
 # -- the driver -----------------------------------------------------------------------------
@@ -417,24 +526,20 @@ def _run_replay(params, model, master, final: Path, partitions, truth, conf, say
         sc.addPyFile(str(package_zip(tmp)))
         t_job = time.perf_counter()
         blocks = (params.traces + BLOCK - 1) // BLOCK
-        parts = partitions or max(1, min(blocks, sc.defaultParallelism * 4))
+        # one partition per core (times two, so a slow core does not hold the job up):
+        # each partition pays its set-up and its batches once
+        parts = partitions or max(1, min(blocks, sc.defaultParallelism * 2))
         say(f"replaying {params.traces:,} traces ({params.mode}, length {params.length}) in {blocks} blocks on {parts} partitions")
-        rows = sc.parallelize(range(blocks), parts).mapPartitionsWithIndex(_partition_fn(params))
         from pyspark import StorageLevel
         from pyspark.sql import functions as F
-        from pyspark.sql.types import BooleanType, IntegerType, LongType, StringType, StructField, StructType
 
+        # the Python workers' only pass: block numbers in, Arrow batches out (no Python rows
+        # cross to the JVM), kept for the two writes below
+        rows = spark.range(0, blocks, 1, parts).mapInArrow(_partition_fn(params), ROW_DDL)
         rows.persist(StorageLevel.MEMORY_AND_DISK)
-        trace_schema = StructType([
-            StructField("index", LongType()), StructField("seed", LongType()), StructField("steps", IntegerType()),
-            StructField("ok", BooleanType()), StructField("kind", StringType()), StructField("step", IntegerType()),
-            StructField("divergence", StringType()), StructField("minimised", StringType()), StructField("replay", StringType()),
-        ])
-        cover_schema = StructType([StructField("kind", StringType()), StructField("key", StringType()), StructField("first_index", LongType())])
-        traces_df = spark.createDataFrame(rows.filter(lambda r: r[0] == "trace").map(lambda r: r[1:]), trace_schema)
+        traces_df = rows.filter(F.col("tag") == "trace").select(*TRACE_COLUMNS)
         cover_df = (
-            spark.createDataFrame(rows.filter(lambda r: r[0] == "cover").map(lambda r: r[1:]), cover_schema)
-            .groupBy("kind", "key").agg(F.min("first_index").alias("first_index"))
+            rows.filter(F.col("tag") == "cover").groupBy("kind", "key").agg(F.min("index").alias("first_index"))
         )
         say("writing traces/ (Parquet)")
         traces_df.write.mode("overwrite").parquet(str(staging / "traces"))
@@ -446,12 +551,18 @@ def _run_replay(params, model, master, final: Path, partitions, truth, conf, say
         violations_df.write.mode("overwrite").parquet(str(staging / "violations"))
         agg = traces_df.agg(F.count("*").alias("n"), F.sum("steps").alias("steps"), F.sum((~F.col("ok")).cast("int")).alias("bad")).first()
         kinds = {r["kind"]: r["c"] for r in cover_df.groupBy("kind").agg(F.count("*").alias("c")).collect()}
-        names = {k: sorted(r["key"] for r in cover_df.filter(F.col("kind") == k).select("key").collect()) for k in ("action", "property", "requirement")}
+        names: dict[str, list[str]] = {k: [] for k in ("action", "property", "requirement")}
+        for r in cover_df.filter(F.col("kind").isin(*names)).select("kind", "key").collect():  # one job, few rows
+            names[r["kind"]].append(r["key"])
+        names = {k: sorted(v) for k, v in names.items()}
         growth = [(r["first_index"], r["c"]) for r in cover_df.filter(F.col("kind") == "state").groupBy("first_index").agg(F.count("*").alias("c")).orderBy("first_index").collect()]
-        state_keys = {int(r["key"]) for r in cover_df.filter(F.col("kind") == "state").select("key").collect()} if truth else set()
-        trans_keys = {int(r["key"]) for r in cover_df.filter(F.col("kind") == "transition").select("key").collect()} if truth else set()
+        state_keys: set[int] = set()
+        trans_keys: set[int] = set()
+        if truth:
+            for r in cover_df.filter(F.col("kind").isin("state", "transition")).select("kind", "key").collect():
+                (state_keys if r["kind"] == "state" else trans_keys).add(int(r["key"]))
         violations = [r.asDict() for r in violations_df.limit(20).collect()]
-        partitions_used = rows.getNumPartitions()
+        partitions_used = parts
         rows.unpersist()
         job_seconds = time.perf_counter() - t_job
         summary = ReplaySummary(

@@ -31,10 +31,13 @@ def make_impl(spec: str, model: str, *, timeout: float = 10.0, max_line_bytes: i
     or :data:`adapters.DEFAULT_MAX_LINE_BYTES`)."""
     if spec.startswith("mutant:"):
         from .adapters import InProcess
-        from .consumer_lists.mutants import mutant_driver
+        from .mutation import CATALOGUES, load_catalogue_module
 
+        # the mutant catalogue of this model's system (conformance/<system>/mutants.py)
+        if model not in CATALOGUES:
+            raise SuiteError(f"--impl {spec}: no mutant catalogue for model {model!r} (known: {', '.join(CATALOGUES)})")
         try:
-            return InProcess(mutant_driver(spec[len("mutant:"):]), name=spec)
+            return InProcess(load_catalogue_module(model).mutant_driver(spec[len("mutant:"):]), name=spec)
         except ValueError as e:
             raise SuiteError(f"--impl {spec}: {e}") from None
     if spec.startswith("driver:"):
@@ -55,6 +58,35 @@ def make_impl(spec: str, model: str, *, timeout: float = 10.0, max_line_bytes: i
         except ValueError as e:
             raise SuiteError(f"--impl {spec}: {e}") from None
     raise SuiteError(f"--impl must be 'reference', 'stdio:COMMAND', 'driver:MODULE:Class' or 'mutant:NAME', got {spec!r}")
+
+
+class PerConfiguration:
+    """An implementation that is started afresh (``init``, never ``reset``) whenever the model or
+    the configuration changes: the protocol's ``reset`` keeps the configuration of the ``init``
+    before it, so a corpus of traces of several configurations must not reuse one port across
+    them (issue 17).  In-process drivers are rebuilt at every start anyway."""
+
+    def __init__(self, impl: Implementation):
+        self.impl = impl
+        self.name = impl.name
+        self._started: tuple | None = None
+
+    def start(self, model: str, config: dict[str, Any], seed: int) -> None:
+        key = (model, repr(sorted(config.items())))
+        if self._started is not None and self._started != key:
+            self.impl.close()  # a port is shut down; the next start spawns a fresh one with init
+        self._started = key
+        self.impl.start(model, config, seed)
+
+    def do(self, action: tuple) -> Any:
+        return self.impl.do(action)
+
+    def snapshot(self) -> Any | None:
+        return self.impl.snapshot()
+
+    def close(self) -> None:
+        self._started = None
+        self.impl.close()
 
 
 @dataclass
@@ -81,6 +113,10 @@ class SuiteResult:
     corpus: int = 0
     corpus_ok: int = 0
     failures: list[Failure] = field(default_factory=list)
+    #: exhaustive mode: every trace of the depth asked for (the count), all run
+    exhaustive_traces: int | None = None
+    #: corpus traces expected to diverge whose actions were replayed against the implementation
+    corpus_replayed_diverge: int = 0
 
     @property
     def ok(self) -> bool:
@@ -99,7 +135,10 @@ class SuiteResult:
             "steps": self.steps,
             "seconds": round(self.seconds, 3),
             "steps_per_second": round(self.steps_per_second),
-            "corpus": {"traces": self.corpus, "as_expected": self.corpus_ok},
+            "corpus": {"traces": self.corpus, "as_expected": self.corpus_ok,
+                       "diverge_replayed": self.corpus_replayed_diverge},
+            "exhaustive": ({"traces": self.exhaustive_traces, "complete": self.traces >= self.exhaustive_traces}
+                           if self.exhaustive_traces is not None else None),
             "failures": [
                 {
                     "source": f.source,
@@ -140,8 +179,20 @@ def run_suite(
     max_line_bytes: int | None = None,
 ) -> tuple[SuiteResult, Model]:
     model = conformance_model(model_name, config_name, overrides)
-    impl = make_impl(impl_spec, model.name, timeout=timeout, max_line_bytes=max_line_bytes)
+    if mode == "exhaustive":
+        total = generate.count_exhaustive(model, length)
+        if total > traces:
+            # "exhaustive" means every trace: a run that would stop part-way is refused up front,
+            # never reported as a pass of what it did not run
+            raise SuiteError(
+                f"--mode exhaustive at --length {length} is {total:,} traces of {model.name}"
+                + (f" ({getattr(model, 'config_name', None) or 'this configuration'})")
+                + f"; --traces {traces:,} would run only part of them: pass --traces {total} (or more), "
+                "or a shorter --length")
+    impl = PerConfiguration(make_impl(impl_spec, model.name, timeout=timeout, max_line_bytes=max_line_bytes))
     res = SuiteResult(model=model.name, impl=impl.name)
+    if mode == "exhaustive":
+        res.exhaustive_traces = total
     t0 = time.perf_counter()
     try:
         if corpus is not None:
@@ -180,9 +231,8 @@ def _generated(model: Model, checker: Checker, traces: int, seed: int, length: i
             tr = generate.coverage_guided(model, s, length, seen)
             yield (f"coverage trace {i} (seed {s})", s), checker.replay(tr.actions(), s)
     elif mode == "exhaustive":
+        # run_suite checked that ``traces`` covers them all
         for i, tr in enumerate(generate.exhaustive(model, length)):
-            if i >= traces:
-                break
             yield (f"exhaustive trace {i}", seed), checker.replay(tr.actions(), seed)
     else:
         raise SuiteError(f"--mode must be random, coverage or exhaustive, got {mode!r}")
@@ -190,8 +240,12 @@ def _generated(model: Model, checker: Checker, traces: int, seed: int, length: i
 
 def _run_corpus(model_name, impl, directory: Path, res: SuiteResult, snapshots: bool, minimise: bool, on_trace) -> None:
     """Golden traces: the model's verdict on the recorded observations must be
-    the one the trace expects; a trace expected to pass must also pass when its
-    actions are replayed against the implementation."""
+    the one the trace expects; the actions of every trace are then replayed
+    against the implementation, which must conform on them: for a trace expected
+    to pass, that is its recorded run; for a trace expected to diverge (a known
+    bug's counterexample, recorded from a mutant), the implementation must not
+    reproduce the bug.  Each trace starts the implementation with its own
+    configuration (``impl`` is a :class:`PerConfiguration`)."""
     from .checker import Divergence, check_recorded
 
     for path in corpus_files(directory):
@@ -203,21 +257,27 @@ def _run_corpus(model_name, impl, directory: Path, res: SuiteResult, snapshots: 
         expect = tr.expect or "pass"
         offline = check_recorded(model, tr.events)
         problem = None
+        source = f"corpus:{path.name}"
         if expect == "pass" and offline is not None:
             problem = offline
         elif expect == "diverge" and offline is None:
             problem = Divergence(len(tr.events), ("end",), None, [], "expectation", "the trace is expected to diverge from the model, and it does not")
         run = None
-        if problem is None and expect == "pass":
+        if problem is None:
             run = Checker(model, impl, snapshots=snapshots).check_trace(tr)
             res.steps += run.steps
+            if expect == "diverge":
+                res.corpus_replayed_diverge += 1
             if not run.ok:
                 problem = run.divergence
+                if expect == "diverge":
+                    note = (tr.generator or {}).get("note") or "the known bug this trace records"
+                    source = f"corpus:{path.name} (its actions replayed; this trace records {note})"
         if problem is None:
             res.corpus_ok += 1
         else:
             result = run or RunResult(seed=tr.seed, actions=tr.actions(), observations=[e.observation for e in tr.events])
             result.divergence = problem
-            res.failures.append(Failure(f"corpus:{path.name}", result, f"conq conformance {model_name} --corpus {path.parent} --traces 0"))
+            res.failures.append(Failure(source, result, f"conq conformance {model_name} --corpus {path.parent} --traces 0"))
         if on_trace:
             on_trace()

@@ -96,6 +96,7 @@ def schema() -> dict[str, Any]:
     return json.loads((Path(spec.__file__).parent / "schemas" / "trace.schema.json").read_text())
 
 
+@lru_cache(maxsize=1)
 def _validators():
     import jsonschema
 
@@ -115,20 +116,102 @@ def _problem(validator, obj: Any) -> str | None:
     return f"field '{where}': {e.message}" if where else e.message
 
 
-def parse_lines(lines: Iterable[str], source: str = "<trace>") -> Trace:
+def _decode(raw: str | bytes, lineno: int, source: str) -> str:
+    """One line as text: UTF-8, no NUL; a UTF-8 byte-order mark on line 1 is allowed."""
+    if isinstance(raw, bytes):
+        if lineno == 1:
+            for bom, name in _BOMS:
+                if raw.startswith(bom):
+                    raise TraceError(f"{source}:{lineno}: the file is {name} text (byte-order mark); a trace is UTF-8")
+            if raw.startswith(b"\xef\xbb\xbf"):
+                raw = raw[3:]
+        nul = raw.find(b"\x00")
+        if nul >= 0:
+            raise TraceError(f"{source}:{lineno}: NUL byte at column {nul + 1} (a binary or UTF-16 file?); a trace is UTF-8 JSON text")
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise TraceError(
+                f"{source}:{lineno}: not UTF-8 text: byte 0x{raw[e.start]:02x} at column {e.start + 1} ({e.reason})"
+            ) from None
+    if not isinstance(raw, str):
+        raise TraceError(f"{source}:{lineno}: expected a line of text, got {type(raw).__name__}")
+    if lineno == 1 and raw.startswith("\ufeff"):
+        raw = raw[1:]
+    nul = raw.find("\x00")
+    if nul >= 0:
+        raise TraceError(f"{source}:{lineno}: NUL character at column {nul + 1}; a trace is UTF-8 JSON text")
+    return raw
+
+
+_BOMS = ((b"\xff\xfe\x00\x00", "UTF-32"), (b"\x00\x00\xfe\xff", "UTF-32"), (b"\xff\xfe", "UTF-16"), (b"\xfe\xff", "UTF-16"))
+
+
+def _model_class(name: str, lineno: int, source: str, required: bool):
+    """The registered model class a header names (None: not registered and not required)."""
+    from conq.model.engines.registry import MODELS, model_class
+    from conq.model.kernel import ModelError
+
+    if name not in MODELS:
+        if required:
+            raise TraceError(f"{source}:{lineno}: field 'model': unknown model {name!r} (known: {', '.join(MODELS)})")
+        return None
+    try:
+        return model_class(name)
+    except ModelError as e:  # pragma: no cover - a registered model that is not installed
+        raise TraceError(f"{source}:{lineno}: field 'model': {e}") from None
+
+
+def _check_config(cls, config: dict[str, Any], lineno: int, source: str) -> None:
+    """A header's config, through the model's own validation (``Model.validate_config``)."""
+    from conq.model.kernel import ConfigError, ModelError, config_from_overrides
+
+    try:
+        base = next(iter(cls.configs().values()))
+        config_from_overrides(cls, base, config)
+    except ConfigError as e:
+        f, problem = e.problems[0]
+        more = f" (and {len(e.problems) - 1} more)" if len(e.problems) > 1 else ""
+        where = f"field 'config/{f}'" if f and f != "config" else "field 'config'"
+        raise TraceError(f"{source}:{lineno}: {where}: {problem}{more}") from None
+    except ModelError as e:
+        raise TraceError(f"{source}:{lineno}: field 'config': {e}") from None
+
+
+def parse_lines(lines: Iterable[str | bytes], source: str = "<trace>", *, require_known_model: bool = False) -> Trace:
+    """Read a trace from its lines (text, or bytes as read from a file).
+
+    Every problem is a :class:`TraceError` naming ``source:LINE`` and the field:
+    bytes that are not UTF-8 (binary, UTF-16), NUL, lines that are not JSON, a
+    header or event that breaks the schema.  When the header names a registered
+    model, its config is validated by that model (``Model.validate_config``) and
+    every action is checked against the model's declared actions (unknown name,
+    wrong number of parameters).  ``require_known_model``: a header naming a
+    model that is not registered is an error too (otherwise the trace is read
+    without model checks, as a user's own model's trace is)."""
     header_v, event_v = _validators()
     trace: Trace | None = None
+    cls = None
+    lineno = 0
     for lineno, raw in enumerate(lines, 1):
-        if not raw.strip():
+        text = _decode(raw, lineno, source)
+        if not text.strip():
             continue
         try:
-            obj = json.loads(raw)
+            obj = json.loads(text)
         except json.JSONDecodeError as e:
             raise TraceError(f"{source}:{lineno}: not valid JSON: {e.msg} (column {e.colno})") from None
+        except RecursionError:
+            raise TraceError(f"{source}:{lineno}: not valid JSON: nested too deeply") from None
+        except ValueError as e:  # e.g. an integer beyond Python's digit limit
+            raise TraceError(f"{source}:{lineno}: not valid JSON: {e}") from None
         if trace is None:
             problem = _problem(header_v, obj)
             if problem:
                 raise TraceError(f"{source}:{lineno}: bad header: {problem}")
+            cls = _model_class(obj["model"], lineno, source, require_known_model)
+            if cls is not None:
+                _check_config(cls, obj["config"], lineno, source)
             trace = Trace(
                 model=obj["model"],
                 config=obj["config"],
@@ -143,21 +226,25 @@ def parse_lines(lines: Iterable[str], source: str = "<trace>") -> Trace:
             raise TraceError(f"{source}:{lineno}: bad event: {problem}")
         if obj["step"] != len(trace.events) + 1:
             raise TraceError(f"{source}:{lineno}: field 'step': expected {len(trace.events) + 1}, got {obj['step']}")
-        trace.events.append(
-            Event(obj["step"], hashable(obj["action"]), hashable(obj.get("observation")), obj.get("state"))
-        )
+        action = hashable(obj["action"])
+        if cls is not None:
+            wrong = cls.action_problem(action)
+            if wrong:
+                raise TraceError(f"{source}:{lineno}: field 'action': {wrong}")
+        trace.events.append(Event(obj["step"], action, hashable(obj.get("observation")), obj.get("state")))
     if trace is None:
-        raise TraceError(f"{source}: empty trace (no header line)")
+        raise TraceError(f"{source}:{lineno + 1}: empty trace (no header line)")
     return trace
 
 
-def read(path: str | os.PathLike) -> Trace:
+def read(path: str | os.PathLike, *, require_known_model: bool = False) -> Trace:
+    """Read and validate a trace file (see :func:`parse_lines`)."""
     p = Path(path)
     try:
-        with p.open(encoding="utf-8") as f:
-            return parse_lines(f, str(p))
+        with p.open("rb") as f:
+            return parse_lines(f, str(p), require_known_model=require_known_model)
     except OSError as e:
-        raise TraceError(f"{p}: cannot read: {e.strerror}") from None
+        raise TraceError(f"{p}: cannot read: {e.strerror or e}") from None
 
 
 def dumps(trace: Trace) -> str:

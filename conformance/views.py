@@ -23,6 +23,7 @@ def _consumer_lists(model: Model) -> Model:
 
 #: model name -> wrapper giving its call-level view
 VIEWS = {"consumer-lists": _consumer_lists}
+VIEWS["recovery-deferral"] = lambda model: __import__("conq.conformance.recovery_deferral.calls", fromlist=["*"]).RecoveryDeferralCalls(model)
 
 
 def call_view(model: Model) -> Model:

@@ -226,11 +226,16 @@ def check_problem(check: str) -> str | None:
             return f"unknown model '{model}' in '{check}'"
         return None if prop in props else f"model '{model}' has no property '{prop}'"
     if prefix == "mutant":
-        try:
-            from conq.conformance.consumer_lists.mutants import MUTANTS  # type: ignore[import-not-found]
-        except ImportError:
-            return f"no mutation catalog yet for '{check}'"
-        return None if rest in MUTANTS else f"no mutant named '{rest}'"
+        # a mutant of any system's catalogue (conformance/<system>/mutants.py)
+        from conq.conformance.mutation import CATALOGUES, catalogue
+
+        known = set()
+        for system in CATALOGUES:
+            try:
+                known |= set(catalogue(system).mutants)
+            except Exception:  # a catalogue that cannot load names nothing
+                continue
+        return None if rest in known else f"no mutant named '{rest}' in any catalogue ({', '.join(CATALOGUES)})"
     if sep:
         props = _model_properties(prefix)
         if props is None:

@@ -1,52 +1,223 @@
 """The ``conq`` command line.
 
-Every subcommand takes ``--json`` (machine-readable output on stdout) and
-exits 0 on success, 1 when a check finds a violation, 2 on bad usage or bad
-input (the message says what was wrong and where).
+Exit codes, the same for every subcommand:
+
+* 0: success;
+* 1: a check found a violation (a counterexample, a divergence, a coverage gap);
+* 2: bad usage or bad input, reported before any work is done (the one-line
+  message names the option, file, line or field at fault);
+* 3: an internal error of conq itself (a one-line message; ``conq --debug ...``
+  prints the traceback);
+* 4: incomplete: a limit (``--max-states``, ``--max-seconds``, ``--max-memory``)
+  ended the run before it could give a verdict.  Not a violation (nothing was
+  found) and not a pass: the limits are too small for this input;
+* 130: interrupted (Ctrl-C).
+
+``--json``: stdout holds exactly one JSON document, on success and on every
+error (``{"ok": false, "exit_code": N, "error": {"kind": ..., "message": ...}}``);
+progress and anything else goes to stderr.
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
+import os
+import re
 import sys
+import tempfile
+import traceback
 from pathlib import Path
-from typing import Any, Callable, List, Optional
+from typing import Any, Callable, Iterator, List, Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
+from typer.core import TyperGroup
 
 from conq import __version__
 from conq.catalog import CatalogError
 from conq.model.kernel import ModelError, config_dict
 
+EXIT_OK, EXIT_VIOLATION, EXIT_USAGE, EXIT_INTERNAL, EXIT_INCOMPLETE, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
+
+
+class _State:
+    debug = bool(os.environ.get("CONQ_DEBUG"))
+    #: the --json document of the running command (written by _guard, once, at the end)
+    json_doc: Any = None
+    json_set = False
+
+
+def _flag(args: list[str], name: str) -> bool:
+    """Whether ``name`` was given (before a ``--`` that ends the options)."""
+    return name in (args[: args.index("--")] if "--" in args else args)
+
+
+def _json_requested(args: list[str]) -> bool:
+    return _flag(args, "--json")
+
+
+class _ConqGroup(TyperGroup):
+    """Maps everything onto the documented exit codes, including click's own usage
+    errors (2, with a JSON error document under ``--json``) and crashes outside a
+    command body (3)."""
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):  # type: ignore[override]
+        argv = list(sys.argv[1:] if args is None else args)
+        _State.debug = bool(os.environ.get("CONQ_DEBUG")) or _flag(argv, "--debug")
+        try:
+            rv = super().main(args=argv, prog_name=prog_name, complete_var=complete_var, standalone_mode=False, **extra)
+            code = rv if isinstance(rv, int) else EXIT_OK
+        except typer.Exit as e:  # pragma: no cover - returned as a code in non-standalone mode
+            code = e.exit_code
+        except _click_exceptions() as e:
+            code = _usage_error(e, json_out=_json_requested(argv))
+        except (KeyboardInterrupt, typer.Abort):
+            err.print("[bold red]interrupted[/]")
+            code = EXIT_INTERRUPTED
+        except Exception as e:  # noqa: BLE001 - outside a command body (parsing, a callback): still one line
+            code = _internal_error(e, json_out=_json_requested(argv))
+        if standalone_mode:
+            sys.exit(code)
+        return code
+
+
+def _click_exceptions() -> type[BaseException]:
+    from typer import _click
+
+    return _click.exceptions.ClickException
+
+
+def _usage_error(e: Any, *, json_out: bool) -> int:
+    try:
+        from typer import rich_utils
+
+        rich_utils.rich_format_error(e)
+    except Exception:  # noqa: BLE001 - fall back to click's plain format
+        e.show()
+    message = e.format_message() if hasattr(e, "format_message") else str(e)
+    if json_out:
+        _write_json({"ok": False, "exit_code": EXIT_USAGE, "error": {"kind": "usage", "message": message}})
+    return EXIT_USAGE
+
+
+def _internal_message(e: BaseException) -> str:
+    where = ""
+    tb = traceback.extract_tb(e.__traceback__)
+    if tb:
+        last = tb[-1]
+        where = f" (at {Path(last.filename).name}:{last.lineno})"
+    return f"internal error: {type(e).__name__}: {e}{where}"
+
+
+def _internal_error(e: BaseException, *, json_out: bool) -> int:
+    message = _internal_message(e)
+    if _State.debug:
+        traceback.print_exception(e, file=sys.stderr)
+    err.print(f"[bold red]error:[/] {escape(message)}" + ("" if _State.debug else " [dim](conq --debug ... prints the traceback)[/]"),
+              markup=True, highlight=False)
+    if json_out:
+        _write_json({"ok": False, "exit_code": EXIT_INTERNAL, "error": {"kind": "internal", "message": message}})
+    return EXIT_INTERNAL
+
+
 app = typer.Typer(
     name="conq",
     help="Consumer/queue coordination: model-check, prove, test conformance, replay traces.",
+    epilog="Exit codes: 0 ok, 1 a check found a violation, 2 bad usage or input, 3 internal error, "
+    "4 incomplete (a --max-* limit ended the run before a verdict), 130 interrupted.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    cls=_ConqGroup,
 )
 # Piped output (CI logs, files) gets a wide fixed width instead of rich's 80 columns.
 out = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 140)
 err = Console(stderr=True, highlight=False, soft_wrap=True, width=None if sys.stderr.isatty() else 140)
 
-EXIT_OK, EXIT_VIOLATION, EXIT_USAGE = 0, 1, 2
-
-JsonOpt = typer.Option(False, "--json", help="Machine-readable output on stdout.")
+JsonOpt = typer.Option(False, "--json", help="Machine-readable output: exactly one JSON document on stdout, also on errors.")
 
 
 class UsageProblem(Exception):
     """Bad arguments or bad input: exit 2 with this message."""
 
 
-def _guard(fn: Callable[[], int]) -> None:
-    """Run a command body and map its failures onto the documented exit codes."""
+def _usage_types() -> tuple[type[BaseException], ...]:
+    from conq.conformance.trace import TraceError
+
+    return (UsageProblem, ModelError, CatalogError, TraceError)
+
+
+def _write_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
+    sys.stdout.flush()
+
+
+def _emit_json(data: Any) -> None:
+    """The command's --json document: written by :func:`_guard` once the body is done."""
+    _State.json_doc = data
+    _State.json_set = True
+
+
+@contextlib.contextmanager
+def _stdout_reserved() -> Iterator[None]:
+    """While a ``--json`` command runs, whatever would reach stdout (a print, a library, the
+    JVM or another child process) goes to stderr: stdout is kept for the one document."""
+    saved = None
     try:
-        code = fn()
-    except (UsageProblem, ModelError, CatalogError) as e:
-        err.print(f"[bold red]error:[/] {e}", markup=True, highlight=False)
-        raise typer.Exit(EXIT_USAGE) from None
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError, io.UnsupportedOperation):
+        fd = None
+    if fd == 1:
+        sys.stdout.flush()
+        saved = os.dup(1)
+        os.dup2(2, 1)
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+    finally:
+        if saved is not None:
+            sys.stdout.flush()
+            os.dup2(saved, 1)
+            os.close(saved)
+
+
+def _guard(fn: Callable[[], int], json_out: bool = False) -> None:
+    """Run a command body and map its outcome onto the documented exit codes; under
+    ``--json`` write exactly one document to stdout (the body's, or the error)."""
+    _State.json_doc, _State.json_set = None, False
+    error: dict[str, Any] | None = None
+    try:
+        with _stdout_reserved() if json_out else contextlib.nullcontext():
+            try:
+                code = fn()
+            except _usage_types() as e:
+                err.print(f"[bold red]error:[/] {escape(str(e))}", markup=True, highlight=False)
+                code = EXIT_USAGE
+                error = {"kind": "usage", "message": str(e)}
+            except (KeyboardInterrupt, typer.Exit, typer.Abort, SystemExit):
+                raise
+            except Exception as e:  # noqa: BLE001 - a bug of conq's: one line, the traceback under --debug
+                code = _internal_error(e, json_out=False)
+                error = {"kind": "internal", "message": _internal_message(e)}
+    except KeyboardInterrupt:
+        if json_out:
+            _write_json({"ok": False, "exit_code": EXIT_INTERRUPTED, "error": {"kind": "interrupted", "message": "interrupted"}})
+        raise typer.Exit(EXIT_INTERRUPTED) from None
+    except SystemExit as e:  # SIGTERM made a clean exit (conformance/adapters.py): still one document
+        if json_out and isinstance(e.code, int) and e.code != 0:
+            _write_json({"ok": False, "exit_code": e.code, "error": {"kind": "terminated", "message": f"terminated (exit {e.code})"}})
+        raise
+    if json_out:
+        if error is not None:
+            _write_json({"ok": False, "exit_code": code, "error": error})
+        elif _State.json_set:
+            _write_json(_State.json_doc)
+        else:  # pragma: no cover - every body emits its document
+            _write_json({"ok": code == EXIT_OK, "exit_code": code})
     raise typer.Exit(code)
 
 
@@ -54,20 +225,76 @@ def _parse_sets(sets: List[str] | None) -> dict[str, str]:
     overrides = {}
     for item in sets or []:
         key, eq, value = item.partition("=")
-        if not eq or not key:
+        if not eq or not key.strip():
             raise UsageProblem(f"--set expects KEY=VALUE, got {item!r}")
         overrides[key.strip()] = value.strip()
     return overrides
 
 
-def _emit_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
+#: pseudo file systems: nothing conq writes belongs there
+_PSEUDO = ("/proc", "/sys", "/dev")
+
+
+def _check_output_dir(path: Path, option: str) -> None:
+    """Refuse, before any work, an output folder that cannot be written: under a file, in
+    a pseudo file system, not writable.  Creates nothing (a probe is removed at once)."""
+    real = Path(os.path.realpath(path))
+    for root in _PSEUDO:
+        if real == Path(root) or Path(root) in real.parents:
+            if not (root == "/dev" and Path("/dev/shm") in (real, *real.parents)):
+                raise UsageProblem(f"{option} {path}: {root} is a pseudo file system, not a place for output")
+    existing = real
+    while not existing.exists():
+        if existing.parent == existing:
+            break
+        existing = existing.parent
+    if not existing.is_dir():
+        raise UsageProblem(f"{option} {path}: {existing} is a file, not a folder")
+    try:
+        probe = tempfile.mkdtemp(prefix=".conq-probe-", dir=existing)
+        os.rmdir(probe)
+    except OSError as e:
+        raise UsageProblem(f"{option} {path}: cannot write in {existing}: {e.strerror or e}") from None
+
+
+_MASTER = re.compile(
+    r"local"
+    r"|local\[\s*(\*|[1-9][0-9]*)\s*(,\s*[1-9][0-9]*\s*)?\]"
+    r"|local-cluster\[\s*[1-9][0-9]*\s*,\s*[1-9][0-9]*\s*,\s*[1-9][0-9]*\s*\]"
+    r"|spark://[A-Za-z0-9._\-\[\]:]+:[0-9]{1,5}(,[A-Za-z0-9._\-\[\]:]+:[0-9]{1,5})*"
+    r"|yarn"
+    r"|k8s://\S+"
+    r"|mesos://\S+"
+)
+
+
+def _check_master(master: str) -> None:
+    if not _MASTER.fullmatch(master):
+        raise UsageProblem(
+            f"--master {master!r}: not a Spark master URL (local, local[N], local[*], local[N,F], "
+            "local-cluster[N,C,M], spark://HOST:PORT, yarn, k8s://URL)"
+        )
+
+
+def _check_corpus(corpus: Path) -> None:
+    """Every golden trace is read and validated before the suite starts (file:line:field)."""
+    from conq.conformance import trace
+
+    if not corpus.exists():
+        raise UsageProblem(f"--corpus {corpus}: no such folder")
+    if not corpus.is_dir():
+        raise UsageProblem(f"--corpus {corpus}: not a folder")
+    for path in sorted(corpus.rglob("*.ndjson")):
+        trace.read(path, require_known_model=True)
 
 
 @app.callback(invoke_without_command=True)
 def _root(
     version: bool = typer.Option(False, "--version", help="Print the version and exit."),
+    debug: bool = typer.Option(False, "--debug", help="On an internal error, print the traceback (also: CONQ_DEBUG=1)."),
 ) -> None:
+    if debug:
+        _State.debug = True
     if version:
         out.print(f"conq {__version__}")
         raise typer.Exit(0)
@@ -103,7 +330,7 @@ def list_models(json_out: bool = JsonOpt) -> None:
         out.print(table)
         return EXIT_OK
 
-    _guard(body)
+    _guard(body, json_out)
 
 
 @app.command("check")
@@ -112,37 +339,51 @@ def check(
     config: Optional[str] = typer.Option(None, "--config", "-c", help="Named configuration (default: the model's first)."),
     set_: Optional[List[str]] = typer.Option(None, "--set", help="Override a configuration field: KEY=VALUE (repeatable)."),
     all_configs: bool = typer.Option(False, "--all-configs", help="Check every named configuration of the model."),
-    max_states: Optional[int] = typer.Option(None, "--max-states", min=1, help="Stop after this many distinct states."),
-    max_seconds: Optional[float] = typer.Option(None, "--max-seconds", min=0.1, help="Stop the search after this long."),
+    max_states: Optional[int] = typer.Option(None, "--max-states", min=1, help="Stop after this many distinct states (exit 4: incomplete)."),
+    max_seconds: Optional[float] = typer.Option(None, "--max-seconds", min=0.01,
+                                                help="Stop a configuration's check (search and liveness analysis) after this long (exit 4: incomplete)."),
+    max_memory: Optional[float] = typer.Option(None, "--max-memory", min=1.0,
+                                               help="Stop when conq's resident memory exceeds this many MB (exit 4: incomplete)."),
     symmetry: bool = typer.Option(False, "--symmetry", help="Symmetry reduction (safety only: liveness is skipped)."),
     no_liveness: bool = typer.Option(False, "--no-liveness", help="Skip liveness analysis."),
     report: Optional[Path] = typer.Option(None, "--report", help="Write a Markdown+JSON report into this folder."),
     json_out: bool = JsonOpt,
 ) -> None:
-    """Explore every reachable state of a bounded configuration and check its properties."""
+    """Explore every reachable state of a bounded configuration and check its properties.
+
+    Exit 0: every property holds; 1: a property is violated (or vacuous); 4: a --max-* limit
+    ended the search first and no violation was found before it."""
 
     def body() -> int:
-        from conq.model.engines.explorer import explore
+        from conq.model.engines.explorer import explore, rss_bytes
         from conq.model.engines.registry import load_model, model_class
 
         overrides = _parse_sets(set_)
+        if report is not None:
+            _check_output_dir(report, "--report")
+        if max_memory is not None:
+            rss = rss_bytes()
+            if rss is not None and rss > max_memory * 2**20:
+                raise UsageProblem(f"--max-memory {max_memory:g}: conq already uses {rss / 2**20:,.0f} MB before the search starts")
         names = list(model_class(model).configs()) if all_configs else [config]
+        models = [load_model(model, cname, overrides) for cname in names]  # every configuration validated first
         results = []
         worst = EXIT_OK
         markdown = []
-        for cname in names:
-            m = load_model(model, cname, overrides)
-            ex = explore(
-                m,
-                max_states=max_states,
-                max_seconds=max_seconds,
-                symmetry=symmetry,
-                liveness=not no_liveness,
-            )
+        for cname, m in zip(names, models):
             title = f"{m.name} / {getattr(m, 'config_name', cname)}"
+            with _search_progress(title, enabled=not json_out) as progress:
+                ex = explore(
+                    m,
+                    max_states=max_states,
+                    max_seconds=max_seconds,
+                    max_memory_mb=max_memory,
+                    symmetry=symmetry,
+                    liveness=not no_liveness,
+                    progress=progress,
+                )
             results.append({"config": getattr(m, "config_name", cname), "settings": config_dict(m.config), **ex.summary()})
-            if not ex.ok:
-                worst = EXIT_VIOLATION
+            worst = _worse(worst, _exploration_code(ex))
             if report is not None:
                 from conq.report import exploration_markdown
 
@@ -159,7 +400,53 @@ def check(
             _emit_json(results if all_configs else results[0])
         return worst
 
-    _guard(body)
+    _guard(body, json_out)
+
+
+def _exploration_code(ex) -> int:
+    """1 when a property is violated (found before any limit, so a real counterexample);
+    else 4 when a limit cut the run short; else 1 when a verdict is not ok (vacuous, unreached)."""
+    if ex.violations:
+        return EXIT_VIOLATION
+    if not ex.complete:
+        return EXIT_INCOMPLETE
+    return EXIT_OK if ex.ok else EXIT_VIOLATION
+
+
+def _worse(a: int, b: int) -> int:
+    rank = {EXIT_OK: 0, EXIT_INCOMPLETE: 1, EXIT_VIOLATION: 2}
+    return a if rank.get(a, 3) >= rank.get(b, 3) else b
+
+
+@contextlib.contextmanager
+def _search_progress(title: str, *, enabled: bool) -> Iterator[Callable | None]:
+    """A progress bar on stderr for a long search (states, depth, rate, memory): only on a
+    terminal, never under --json; shown from the first tick (after half a second)."""
+    if not enabled or not err.is_terminal:
+        yield None
+        return
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    bar = Progress(SpinnerColumn(), TextColumn("{task.description}"), TextColumn("{task.fields[stats]}"),
+                   TimeElapsedColumn(), console=err, transient=True)
+    task = None
+
+    def tick(p) -> None:
+        nonlocal task
+        rate = p.states / p.seconds if p.seconds > 0 else 0.0
+        mem = f", {p.rss_bytes / 2**20:,.0f} MB" if p.rss_bytes is not None else ""
+        stats = f"{p.states:,} states, depth {p.depth}, {rate:,.0f} states/s{mem}"
+        if task is None:
+            bar.start()
+            task = bar.add_task(f"exploring {title}", total=None, stats=stats)
+        else:
+            bar.update(task, stats=stats)
+
+    try:
+        yield tick
+    finally:
+        if task is not None:
+            bar.stop()
 
 
 def _print_exploration(ex, title: str) -> None:
@@ -168,7 +455,7 @@ def _print_exploration(ex, title: str) -> None:
     table.add_column("kind")
     table.add_column("status")
     table.add_column("claim", overflow="fold")
-    style = {"holds": "green", "witnessed": "green", "violated": "bold red", "skipped": "yellow"}
+    style = {"holds": "green", "witnessed": "green", "violated": "bold red", "skipped": "yellow", "unknown": "yellow"}
     for v in ex.verdicts:
         table.add_row(v.prop.name, v.prop.kind.value, f"[{style.get(v.status, 'red')}]{v.status}[/]", v.prop.claim)
     out.print(table)
@@ -178,6 +465,8 @@ def _print_exploration(ex, title: str) -> None:
         f"search {ex.search_seconds:.2f} s{rate}, analysis {ex.analysis_seconds:.2f} s"
         + ("" if ex.complete else f" [yellow](incomplete: {ex.stop_reason})[/]")
     )
+    if not ex.complete and not ex.violations:
+        out.print(f"[yellow]incomplete:[/] {ex.stop_reason}: no violation found so far, and no verdict (exit {EXIT_INCOMPLETE})")
     for v in ex.verdicts:
         if v.status == "violated" and v.path is not None:
             out.print(f"\n[bold red]{v.prop.name}[/] violated: {v.prop.claim}")
@@ -253,7 +542,7 @@ def requirements(
                     out.print(f"no check yet: {rid}")
         return code
 
-    _guard(body)
+    _guard(body, json_out)
 
 
 @app.command("conformance")
@@ -279,8 +568,12 @@ def conformance(
         from conq.conformance.suite import SuiteError, corpus_files, run_suite
         from conq.conformance.trace import TraceError
 
-        total = traces + (len(corpus_files(corpus)) if corpus is not None else 0)
+        if mode not in ("random", "coverage", "exhaustive"):
+            raise UsageProblem(f"--mode must be random, coverage or exhaustive, got {mode!r}")
+        if corpus is not None:
+            _check_corpus(corpus)
         try:
+            total = traces + (len(corpus_files(corpus)) if corpus is not None else 0)
             with Progress(
                 TextColumn("conformance"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                 console=err, disable=json_out or not err.is_terminal, transient=True,
@@ -308,7 +601,7 @@ def conformance(
                 out.print(f.describe(m), markup=False)
         return EXIT_OK if res.ok else EXIT_VIOLATION
 
-    _guard(body)
+    _guard(body, json_out)
 
 
 @app.command("protocol")
@@ -336,11 +629,15 @@ def protocol_doc(
             target = repo_root() / "spec" / "port-protocol.md"
             atomic_write(target, protocol.render_markdown())
             out.print(f"wrote {target}")
+            from conq.conformance import port_reference  # spec/ports/<model>.md too (issue 17)
+
+            for path in port_reference.write_all(repo_root()):
+                out.print(f"wrote {path}")
         else:
             sys.stdout.write(protocol.render_markdown())
         return EXIT_OK
 
-    _guard(body)
+    _guard(body, json_out)
 
 
 @app.command("replay")
@@ -365,6 +662,11 @@ def replay(
     def body() -> int:
         from conq.conformance.spark_replay import ReplayError, ReplayParams, replay_one, run_replay
 
+        if mode not in ("random", "coverage", "exhaustive"):
+            raise UsageProblem(f"--mode must be random, coverage or exhaustive, got {mode!r}")
+        if only is None:
+            _check_master(master)
+            _check_output_dir(out_dir, "--out")
         params = ReplayParams(model=model, config_name=config, overrides=_parse_sets(set_), traces=traces,
                               seed=seed, length=length, mode=mode, impl=impl)
         try:
@@ -405,7 +707,7 @@ def replay(
             out.print(f"report: {s.out}/report.md")
         return EXIT_OK if s.ok else EXIT_VIOLATION
 
-    _guard(body)
+    _guard(body, json_out)
 
 
 @app.command("prove")
@@ -479,7 +781,7 @@ def prove(
         out.print(f"total {sum(r['seconds'] for r in rows):.2f} s")
         return code
 
-    _guard(body)
+    _guard(body, json_out)
 
 
 @app.command("mutants")
@@ -495,7 +797,8 @@ def mutants(
     """Run every engine against every mutant of a system's implementation; print the kill matrix.
 
     Engines spend counts, not seconds, so the matrix is the same on a loaded machine; a cell that
-    hits the safety cap is reported as capped and the run fails (exit 1)."""
+    hits the safety cap is reported as capped: the run is incomplete (exit 4) unless a
+    survivor or a false alarm fails it (exit 1)."""
 
     def body() -> int:
         from conq.conformance.mutation import CATALOGUES, Budget, capped_cells, catalogue, run_catalog
@@ -558,9 +861,11 @@ def mutants(
                 first = next((d for d in row.values() if d.killed), None)
                 if first is not None and first.evidence:
                     out.print(f"{m}: minimal counterexample: {' ; '.join(str(list(a)) for a in first.evidence)}", markup=False)
-        return EXIT_OK if not survivors and not false_alarms and not capped else EXIT_VIOLATION
+        if survivors or false_alarms:
+            return EXIT_VIOLATION
+        return EXIT_INCOMPLETE if capped else EXIT_OK
 
-    _guard(body)
+    _guard(body, json_out)
 
 
 @app.command("run")
@@ -574,9 +879,10 @@ def run(
     def body() -> int:
         from conq.jobs import main_job
 
-        return main_job(out_dir, quick=quick, json_out=json_out, console=out)
+        _check_output_dir(out_dir, "--out")
+        return main_job(out_dir, quick=quick, json_out=json_out, console=out, progress=err, emit_json=_emit_json)
 
-    _guard(body)
+    _guard(body, json_out)
 
 
 def main() -> None:

@@ -109,9 +109,14 @@ def model_check_rows(quick: bool, console: Console) -> tuple[list[dict[str, Any]
     return rows, markdown
 
 
-def main_job(out_dir: Path, *, quick: bool, json_out: bool, console: Console) -> int:
+def main_job(out_dir: Path, *, quick: bool, json_out: bool, console: Console, progress: Console | None = None,
+             emit_json: Callable[[Any], None] | None = None) -> int:
+    """Run everything; the summary table goes to ``console`` (or, under ``json_out``, the
+    summary document to ``emit_json``: stdout then holds that document alone); the stages'
+    progress lines go to ``progress`` (stderr)."""
     t0 = time.perf_counter()
-    rows, markdown = model_check_rows(quick, console)
+    progress = progress or Console(stderr=True, highlight=False)
+    rows, markdown = model_check_rows(quick, progress)
     cov = catalog.coverage(catalog.load())
     for c in cov:
         rows.append(
@@ -124,7 +129,7 @@ def main_job(out_dir: Path, *, quick: bool, json_out: bool, console: Console) ->
             }
         )
     for name, stage in STAGES:
-        for row in stage(out_dir, console):
+        for row in stage(out_dir, progress):
             markdown.append(row.pop("markdown", ""))
             rows.append(row)
     ok = all(r["ok"] for r in rows)
@@ -132,7 +137,10 @@ def main_job(out_dir: Path, *, quick: bool, json_out: bool, console: Console) ->
     md = "# conq run\n\n" + _table_md(rows) + "\n" + "\n".join(x for x in markdown if x)
     path, _ = write_report(out_dir, "summary", md, summary)
     if json_out:
-        print(json.dumps(summary, indent=2))
+        if emit_json is not None:
+            emit_json(summary)
+        else:
+            print(json.dumps(summary, indent=2, default=str))
     else:
         table = Table(title="conq run", title_justify="left")
         for col in ("stage", "subject", "result", "ok", "s"):

@@ -157,6 +157,76 @@ class ModelError(ValueError):
     """A model or configuration was used wrongly (bad config field, unknown action...)."""
 
 
+class ConfigError(ModelError):
+    """A configuration that a model refuses: every problem names its field.
+
+    ``problems`` holds ``(field, problem)`` pairs; the message lists them as
+    ``model: bad configuration: field: problem; field: problem``."""
+
+    def __init__(self, model: str, problems: Sequence[tuple[str, str]]):
+        self.model = model
+        self.problems = list(problems)
+        super().__init__(f"{model}: bad configuration: " + "; ".join(f"{f}: {p}" for f, p in self.problems))
+
+
+def split_problem(problem: str) -> tuple[str, str]:
+    """``"field: problem"`` -> ``("field", "problem")`` (``("", problem)`` without a field)."""
+    field_name, sep, rest = problem.partition(": ")
+    if sep and field_name and " " not in field_name:
+        return field_name, rest
+    return "", problem
+
+
+def config_type_problems(config: Any) -> list[str]:
+    """Type problems of a configuration dataclass, judged against each field's default:
+    a bool field takes a bool, an int field an int (not a bool), a tuple field a tuple, an
+    enum field one of its members or their values, a str field a str.  ``"field: problem"``."""
+    if not dataclasses.is_dataclass(config) or isinstance(config, type):
+        return [f"config: expected a configuration record, got {type(config).__name__}"]
+    problems = []
+    for f in dataclasses.fields(config):
+        if f.default is not dataclasses.MISSING:
+            default = f.default
+        elif f.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
+            default = f.default_factory()  # type: ignore[misc]
+        else:
+            continue
+        v = getattr(config, f.name)
+        if isinstance(default, enum.Enum):
+            E = type(default)
+            values = [m.value for m in E]
+            if not isinstance(v, E) and not (isinstance(v, (str, int)) and not isinstance(v, bool) and v in values):
+                problems.append(f"{f.name}: must be one of {values}, got {v!r}")
+        elif isinstance(default, bool):
+            if not isinstance(v, bool):
+                problems.append(f"{f.name}: must be a boolean, got {v!r}")
+        elif isinstance(default, int):
+            if isinstance(v, bool) or not isinstance(v, int):
+                problems.append(f"{f.name}: must be an integer, got {v!r}")
+        elif isinstance(default, tuple):
+            if not isinstance(v, tuple):
+                problems.append(f"{f.name}: must be a list, got {v!r}")
+        elif isinstance(default, str):
+            if not isinstance(v, str):
+                problems.append(f"{f.name}: must be a string, got {v!r}")
+    return problems
+
+
+def int_range(problems: list[str], config: Any, name: str, lo: int | None = None, hi: int | None = None, why: str = "") -> None:
+    """Append ``name``'s range problem (if it is an int out of ``lo..hi``) to ``problems``."""
+    v = getattr(config, name)
+    if isinstance(v, bool) or not isinstance(v, int):
+        return  # a type problem, reported by config_type_problems
+    if (lo is not None and v < lo) or (hi is not None and v > hi):
+        if lo is not None and hi is not None:
+            bound = f"between {lo} and {hi}"
+        elif lo is not None:
+            bound = f"at least {lo}"
+        else:
+            bound = f"at most {hi}"
+        problems.append(f"{name}: must be {bound}, got {v}" + (f" ({why})" if why else ""))
+
+
 C = TypeVar("C")
 
 
@@ -172,12 +242,44 @@ class Model(Generic[S]):
     name: ClassVar[str] = "model"
     #: frozen dataclass of the configuration
     Config: ClassVar[type]
+    #: The actions a trace, a driver or a port may name for this model: action name -> the
+    #: names of its parameters.  ``None``: not declared (traces are then not checked for
+    #: unknown actions).  A model with a call-level view (``conformance/views.py``) declares
+    #: the view's calls too: traces of it speak either vocabulary.
+    ACTIONS: ClassVar[Mapping[str, tuple[str, ...]] | None] = None
 
     def __init__(self, config: Any | None = None):
         self.config = config if config is not None else self.Config()
         self._properties: tuple[Property, ...] | None = None
+        check_config(type(self), self.config)
 
     # -- configuration ---------------------------------------------------
+    @classmethod
+    def validate_config(cls, config: Any) -> list[str]:
+        """Every problem of ``config`` for this model, each ``"field: problem"``
+        (empty: the model accepts it).  Checks types (against the defaults of
+        :attr:`Config`), ranges and relations between fields.  Subclasses extend
+        the list: ``problems = super().validate_config(config)``, then their own
+        ranges (skipping fields that already have a type problem)."""
+        return config_type_problems(config)
+
+    @classmethod
+    def action_problem(cls, action: Sequence[Any]) -> str | None:
+        """Why ``action`` is no action of this model (unknown name, wrong number of
+        parameters), or None.  Judged against :attr:`ACTIONS`; None when undeclared."""
+        if cls.ACTIONS is None:
+            return None
+        if not isinstance(action, (tuple, list)) or not action or not isinstance(action[0], str):
+            return f"an action is [name, *parameters], got {action!r}"
+        name = action[0]
+        params = cls.ACTIONS.get(name)
+        if params is None:
+            return f"unknown action '{name}' (known: {', '.join(sorted(cls.ACTIONS))})"
+        if len(action) - 1 != len(params):
+            takes = f"{len(params)} parameter{'s' if len(params) != 1 else ''}" + (f" ({', '.join(params)})" if params else "")
+            return f"action '{name}' takes {takes}, got {len(action) - 1}: {list(action)!r}"
+        return None
+
     @classmethod
     def configs(cls) -> dict[str, Any]:
         """Named configurations; the first is the default."""
@@ -310,31 +412,48 @@ class Model(Generic[S]):
                     raise PropertyViolation(p, Path(path.init, path.steps[: i + 1]), self)
 
 
+def check_config(model_cls: type[Model], config: Any) -> None:
+    """Raise :class:`ConfigError` when ``model_cls`` refuses ``config``."""
+    try:
+        problems = model_cls.validate_config(config)
+    except (TypeError, ValueError, AttributeError, IndexError, KeyError) as e:  # a check tripped on a bad value
+        problems = [f"config: cannot be checked: {type(e).__name__}: {e}"]
+    if problems:
+        raise ConfigError(model_cls.name, [split_problem(p) for p in problems])
+
+
 def config_from_overrides(model_cls: type[Model], base: Any, overrides: Mapping[str, Any]) -> Any:
     """Apply ``key=value`` overrides to a config: strings as typed on a command
-    line, or JSON values as a trace header or reproducer carries them."""
+    line, or JSON values as a trace header or reproducer carries them.  The
+    result is validated by the model's :meth:`Model.validate_config`
+    (:class:`ConfigError`, naming each bad field)."""
     fields = {f.name: f for f in dataclasses.fields(base)}
     changes: dict[str, Any] = {}
     for key, raw in overrides.items():
         if key not in fields:
-            raise ModelError(
-                f"{model_cls.name}: unknown config field '{key}' (fields: {', '.join(sorted(fields))})"
+            raise ConfigError(
+                model_cls.name, [(key, f"unknown config field '{key}' (fields: {', '.join(sorted(fields))})")]
             )
         current = getattr(base, key)
         try:
             changes[key] = _coerce(raw, current)
-        except ValueError as e:
-            raise ModelError(f"{model_cls.name}: config field '{key}': {e}") from None
-    return dataclasses.replace(base, **changes)
+        except (ValueError, TypeError) as e:
+            raise ConfigError(model_cls.name, [(key, str(e))]) from None
+    config = dataclasses.replace(base, **changes)
+    check_config(model_cls, config)
+    return config
 
 
 def _coerce(raw: Any, current: Any) -> Any:
     if not isinstance(raw, str):
         # A JSON value (from a trace header or a reproducer): lists become tuples.
         if isinstance(current, enum.Enum):
-            return type(current)(raw)
+            try:
+                return type(current)(raw)
+            except (ValueError, TypeError):
+                raise ValueError(f"expected one of {[m.value for m in type(current)]}, got {raw!r}") from None
         if isinstance(raw, list):
-            return tuple(tuple(v) if isinstance(v, list) else v for v in raw)
+            return _tuples(raw)
         if type(raw) is not type(current) and not (isinstance(current, int) and type(raw) is int):
             raise ValueError(f"expected {type(current).__name__}, got {raw!r}")
         return raw
@@ -357,13 +476,20 @@ def _coerce(raw: Any, current: Any) -> Any:
             raise ValueError(f"expected a JSON list, got {raw!r}") from None
         if not isinstance(value, list):
             raise ValueError(f"expected a JSON list, got {raw!r}")
-        return tuple(tuple(v) if isinstance(v, list) else v for v in value)
+        return _tuples(value)
     if isinstance(current, enum.Enum):
         try:
             return type(current)(raw)
         except ValueError:
             raise ValueError(f"expected one of {[m.value for m in type(current)]}, got {raw!r}") from None
     return raw
+
+
+def _tuples(value: Any) -> Any:
+    """JSON lists (at any depth) -> tuples: configurations are frozen and hashable."""
+    if isinstance(value, list):
+        return tuple(_tuples(v) for v in value)
+    return value
 
 
 def _compact(value: Any) -> str:

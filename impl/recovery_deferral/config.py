@@ -15,6 +15,10 @@ choice as its default and the upstream behaviour available by name (spec/deviati
   step-by-step drivers; see ``global_listener``).
 * ``wake_on_drain``: deliver a deferred ProducerUp as soon as the last task of its recovery
   completes instead of at the next poll (the reference; ``False`` = poll only, as upstream).
+* ``manual``: start no thread at all -- a step-by-step driver (the conformance driver) runs each
+  worker turn with ``ConcurrentFeedListener.run_one`` and each deferred-ProducerUp check with
+  ``ConcurrentGlobalEventsListener.poll_one`` / ``poll_now``, from threads of its own.  The code of a
+  turn and of a check is the same as with threads; only who calls it, and when, changes.
 
 Upstream's bounds (threads 5..30, queueSize >= 500) are operating advice, not correctness: the
 models check 1 or 2 workers and queues of 1, so any value >= 1 is accepted here.
@@ -45,6 +49,8 @@ class ConcurrentListenerConfig:
     on_queue_full: str = "block"
     poll_interval: float | None = 0.2
     wake_on_drain: bool = True
+    #: no worker and no scheduler thread: the caller drives every step (see the module docstring)
+    manual: bool = False
 
     def __post_init__(self) -> None:
         if self.threads < 1:

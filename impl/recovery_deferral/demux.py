@@ -52,6 +52,18 @@ always scheduled (``submit`` schedules it; the releasing holder re-schedules it 
 every queued task is eventually run while any worker is free.
 
 Nothing relies on the GIL: every shared field is read and written under ``_lock``.
+
+Manual mode (``manual=True``): a step-by-step driver
+---------------------------------------------------
+No worker thread is started.  ``run_one(index)`` performs exactly one worker turn (take the head task
+of queue ``index``, run it, release the queue) on the calling thread, through the same code as a
+worker (``_take_locked``, ``_turn``, ``_release_locked``), and only when a free worker of the pool
+could take that queue now: at most ``threads`` turns at once, and a queue is taken only from the
+first ``threads - running`` entries of the ready list (those the idle workers would pop).  A driver
+that calls ``run_one`` from threads of its own -- e.g. one per task, blocking the customer's listener
+until it decides the call returns -- decides every interleaving of the pool without changing what a
+turn does.  ``snapshot()`` reads the queues' contents, the running task of each queue and the feed
+threads waiting for room, atomically.  ``close`` drains the queues on the calling thread.
 """
 
 from __future__ import annotations
@@ -66,7 +78,7 @@ from typing import Any
 
 from conq.impl.scheduling import REAL
 
-__all__ = ["ListenerClosed", "PoolStats", "QueueFull", "ShutdownTimeout", "TaskPool"]
+__all__ = ["ListenerClosed", "NotRunnable", "PoolSnapshot", "PoolStats", "QueueFull", "ShutdownTimeout", "TaskPool"]
 
 log = logging.getLogger(__name__)
 
@@ -77,6 +89,11 @@ class QueueFull(RuntimeError):
 
 class ListenerClosed(RuntimeError):
     """The listener is closed (or closed while the caller waited for room): the event was not taken."""
+
+
+class NotRunnable(RuntimeError):
+    """Manual mode: no free worker of the pool could take that queue now (it is empty, held by a
+    worker, not among the queues the idle workers would pop, or every worker is busy)."""
 
 
 class ShutdownTimeout(RuntimeError):
@@ -104,14 +121,25 @@ class PoolStats:
     high_water: tuple[int, ...]  # per queue, the most tasks it ever held at once
 
 
+@dataclass(frozen=True)
+class PoolSnapshot:
+    """The pool's contents at one instant (one lock hold)."""
+
+    queues: tuple[tuple[Any, ...], ...]  # per queue, the tasks waiting, head first
+    running: tuple[Any, ...]  # per queue, the task its worker is running, or None
+    waiting: tuple[int, ...]  # per queue, the feed threads waiting for room on it
+
+
 class _TaskQueue:
-    __slots__ = ("high_water", "items", "room", "scheduled")
+    __slots__ = ("current", "high_water", "items", "room", "scheduled", "waiting")
 
     def __init__(self, room: Any) -> None:
         self.items: deque[Any] = deque()
         self.room = room
         self.scheduled = False
         self.high_water = 0
+        self.current: Any = None  # the task its holder is running (None: not held)
+        self.waiting = 0  # feed threads waiting for room
 
 
 class TaskPool:
@@ -129,6 +157,7 @@ class TaskPool:
         run: Callable[[Any], None],
         sched: Any = REAL,
         name: str = "demux",
+        manual: bool = False,
     ) -> None:
         if queues < 1 or threads < 1:
             raise ValueError("queues and threads must be >= 1")
@@ -153,7 +182,9 @@ class TaskPool:
         self._completed = self._worker_errors = 0
         self._queued = self._running = self._max_queued = 0
         self._worker_idents: set[int] = set()
-        self._handles = [sched.spawn(self._worker, f"{name}-worker-{i + 1:02d}") for i in range(threads)]
+        self._threads = threads
+        self._manual = manual
+        self._handles = [] if manual else [sched.spawn(self._worker, f"{name}-worker-{i + 1:02d}") for i in range(threads)]
 
     @property
     def queue_count(self) -> int:
@@ -183,16 +214,23 @@ class TaskPool:
                 self._refused += 1
                 raise QueueFull(f"{self._name}: queue {index} is full ({cap} tasks)")
             self._blocked_now += 1
+            q.waiting += 1
             t0 = time.perf_counter()  # a metric only: no decision depends on it
             try:
                 while len(q.items) >= cap and not self._closed:
                     q.room.wait()
             finally:
                 self._blocked_now -= 1
+                q.waiting -= 1
                 self._blocked += 1
                 self._blocked_seconds += time.perf_counter() - t0
             if self._closed:
                 raise ListenerClosed(f"{self._name} was closed while the feed thread waited for room")
+        self._enqueue_locked(index, q, task)
+        return True
+
+    def _enqueue_locked(self, index: int, q: _TaskQueue, task: Any) -> None:
+        """Append ``task`` at the tail of queue ``index`` and make the queue ready if it is not."""
         q.items.append(task)
         self._submitted += 1
         self._queued += 1
@@ -202,7 +240,6 @@ class TaskPool:
             q.scheduled = True
             self._ready.append(index)
             self._work.notify()
-        return True
 
     # -- the workers ------------------------------------------------------------------------------------
     def _worker(self) -> None:
@@ -216,28 +253,64 @@ class TaskPool:
                 if not self._ready:
                     return  # stopping, and no queue has work left
                 index = self._ready.popleft()  # this worker now holds the queue
-                q = self._queues[index]
-                task = q.items.popleft()
-                self._queued -= 1
-                self._running += 1
-                q.room.notify()
-            try:
-                self._run(task)
-            except BaseException:
-                log.exception("%s: task runner failed on %r", self._name, task)
-                with lock:
-                    self._worker_errors += 1
-            finally:
-                with lock:
-                    self._running -= 1
-                    self._completed += 1
-                    if q.items:
-                        self._ready.append(index)  # back at the tail: one task per turn
-                        self._work.notify()
-                    else:
-                        q.scheduled = False
-                    if self._queued == 0 and self._running == 0:
-                        self._idle.notify_all()
+                q, task = self._take_locked(index)
+            self._turn(index, q, task)
+
+    def _take_locked(self, index: int) -> tuple[_TaskQueue, Any]:
+        """The holder of queue ``index`` (just taken off the ready list) takes its head task."""
+        q = self._queues[index]
+        task = q.items.popleft()
+        q.current = task
+        self._queued -= 1
+        self._running += 1
+        q.room.notify()
+        return q, task
+
+    def _turn(self, index: int, q: _TaskQueue, task: Any) -> None:
+        """Run ``task`` (outside the lock), then release queue ``index``."""
+        try:
+            self._run(task)
+        except BaseException:
+            log.exception("%s: task runner failed on %r", self._name, task)
+            with self._lock:
+                self._worker_errors += 1
+        finally:
+            with self._lock:
+                self._release_locked(index, q)
+
+    def _release_locked(self, index: int, q: _TaskQueue) -> None:
+        self._running -= 1
+        self._completed += 1
+        q.current = None
+        if q.items:
+            self._ready.append(index)  # back at the tail: one task per turn
+            self._work.notify()
+        else:
+            q.scheduled = False
+        if self._queued == 0 and self._running == 0:
+            self._idle.notify_all()
+
+    # -- manual mode -------------------------------------------------------------------------------------
+    def run_one(self, index: int) -> None:
+        """Manual mode: one worker turn on queue ``index``, on the calling thread (see the module
+        docstring).  Raises ``NotRunnable`` when no free worker could take that queue now."""
+        if not self._manual:
+            raise RuntimeError(f"{self._name}: run_one is for a pool made with manual=True")
+        with self._lock:
+            free = self._threads - self._running
+            if not 0 <= index < len(self._queues) or free <= 0 or index not in list(self._ready)[:free]:
+                raise NotRunnable(f"{self._name}: no free worker can take queue {index} now")
+            self._ready.remove(index)
+            q, task = self._take_locked(index)
+        self._turn(index, q, task)
+
+    def snapshot(self) -> PoolSnapshot:
+        with self._lock:
+            return PoolSnapshot(
+                queues=tuple(tuple(q.items) for q in self._queues),
+                running=tuple(q.current for q in self._queues),
+                waiting=tuple(q.waiting for q in self._queues),
+            )
 
     # -- observation and shutdown ----------------------------------------------------------------------
     def stats(self) -> PoolStats:
@@ -276,6 +349,14 @@ class TaskPool:
             self._closed = True
             for q in self._queues:
                 q.room.notify_all()
+        while self._manual:  # no workers: the caller drains what is ready, one turn at a time
+            with self._lock:
+                if not self._ready:
+                    break
+                index = self._ready.popleft()
+                q, task = self._take_locked(index)
+            self._turn(index, q, task)
+        with self._lock:
             drained = self._idle.wait_for(lambda: self._queued == 0 and self._running == 0, timeout)
             self._stopping = True
             self._work.notify_all()

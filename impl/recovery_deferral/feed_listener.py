@@ -52,7 +52,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from conq.impl.recovery_deferral.config import ConcurrentListenerConfig
-from conq.impl.recovery_deferral.demux import PoolStats, TaskPool
+from conq.impl.recovery_deferral.demux import PoolSnapshot, PoolStats, TaskPool
 from conq.impl.recovery_deferral.events import (
     ErrorEvent,
     FeedEvent,
@@ -124,6 +124,7 @@ class ConcurrentFeedListener:
             run=self._run_task,
             sched=sched,
             name=name,
+            manual=config.manual,
         )
 
     # -- called by the feed thread(s) -------------------------------------------------------------------
@@ -175,6 +176,17 @@ class ConcurrentFeedListener:
                 self._listener_errors += 1
                 self.last_listener_error = exc
             log.warning("customer listener raised %r on %r", exc, item)
+
+    # -- manual mode (``config.manual``: a step-by-step driver runs the worker turns) ---------------------
+    def run_one(self, index: int) -> None:
+        """One worker turn on queue ``index`` on the calling thread (``TaskPool.run_one``): the head
+        task is started, the customer's listener called and the task completed, as a worker does."""
+        self._pool.run_one(index)
+
+    def pool_snapshot(self) -> PoolSnapshot:
+        """The queues' tasks, each queue's running task and the feed threads waiting for room (each
+        task has ``item``, the event or error, and ``context``)."""
+        return self._pool.snapshot()
 
     # -- observation and shutdown ------------------------------------------------------------------------
     def stats(self) -> FeedListenerStats:

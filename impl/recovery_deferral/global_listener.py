@@ -37,7 +37,10 @@ A scheduler thread checks (1) every deferred "up" at each poll tick, every ``pol
 seconds (upstream: every 200 ms, the first 200 ms after deferral), and (2) with ``wake_on_drain``,
 the deferred "ups" of a context as soon as the tracker reports that context's pending count dropped
 to 0 (an event-driven wake, so the delay after the last task is a thread hand-off, not a poll
-interval).  ``poll_now()`` checks everything at once on the calling thread.  There is no check at
+interval).  ``poll_now()`` checks everything at once on the calling thread, ``poll_one(seq)`` one
+deferred "up" (a step-by-step driver's single check: exactly what the scheduler does per candidate).
+With ``manual=True`` no scheduler thread is started at all: only ``poll_now``/``poll_one`` check, and
+``close`` makes the last check on the calling thread.  There is no check at
 the moment of deferral: the first comes with the next tick or drain, as upstream's initial delay.
 A timed-out wait of the scheduler thread always counts as a tick, so under the deterministic
 scheduler (virtual time) ticks happen exactly when every other thread is blocked.  Liveness: an
@@ -216,6 +219,7 @@ class ConcurrentGlobalEventsListener:
         clock: Callable[[], float] = time.monotonic,
         name: str = "global",
         history: int = 10_000,
+        manual: bool = False,
     ) -> None:
         self._customer = customer
         self._tracker = tracker
@@ -237,7 +241,8 @@ class ConcurrentGlobalEventsListener:
         self._thread_ident: int | None = None
         self._n = dict.fromkeys(("deferred", "delivered", "superseded", "cancelled", "no_context", "checks", "errors"), 0)
         tracker.add_drained_observer(self._on_drained)
-        self._thread = sched.spawn(self._scheduler_loop, f"{name}-deferred-up")
+        self._manual = manual
+        self._thread = None if manual else sched.spawn(self._scheduler_loop, f"{name}-deferred-up")
 
     # -- the SDK's callbacks ----------------------------------------------------------------------------
     def on_recovery_initiated(self, producer_id: int, request_id: int) -> None:
@@ -344,6 +349,14 @@ class ConcurrentGlobalEventsListener:
             candidates = sorted(self._waiting.values(), key=lambda d: d.seq)
         return sum(self._check(d) for d in candidates)
 
+    def poll_one(self, seq: int) -> bool:
+        """Check deferred "up" number ``seq`` (``DeferredUp.seq``) now, on the calling thread: True
+        when this check delivered it; False when its pending count was not 0 (``last_pending`` of
+        its ``deferrals()`` entry says what was read) or it is not deferred any more."""
+        with self._reg_lock:
+            d = self._waiting.get(seq)
+        return d is not None and self._check(d)
+
     # -- the scheduler thread ----------------------------------------------------------------------------
     def _on_drained(self, context: RecoveryContext) -> None:
         """Tracker observer: ``context``'s pending count just dropped to 0 (on a worker thread)."""
@@ -427,14 +440,20 @@ class ConcurrentGlobalEventsListener:
             return self._thread_ident
 
     def alive_threads(self) -> list[str]:
-        return [self._thread.name] if self._thread.is_alive() else []
+        return [self._thread.name] if self._thread is not None and self._thread.is_alive() else []
 
     def close(self, timeout: float | None = 30.0) -> None:
         """Stop the scheduler thread after one last check of every deferred "up" (one whose tasks all
-        completed is delivered, the others are left undelivered) and join it.  Idempotent."""
+        completed is delivered, the others are left undelivered) and join it.  Idempotent.  Manual
+        mode: the last check runs on the calling thread."""
         with self._reg_lock:
+            already = self._stopping
             self._stopping = True
             self._wake.notify_all()
+        if self._thread is None:
+            if not already:
+                self.poll_now()
+            return
         self._thread.join(timeout)
         if self._thread.is_alive():
             raise ShutdownTimeout(f"{self._name}: scheduler thread still alive", [self._thread.name])

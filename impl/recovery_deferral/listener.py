@@ -85,7 +85,7 @@ class ConcurrentListener:
             self.global_listener = ConcurrentGlobalEventsListener(
                 customer, self.tracker, poll_interval=self.config.poll_interval,
                 wake_on_drain=self.config.wake_on_drain, sched=self._sched, clock=self._clock,
-                name=f"{self._name}-global",
+                name=f"{self._name}-global", manual=self.config.manual,
             )
         else:
             self.global_listener = PassThroughGlobalEventsListener(customer, sched=self._sched)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from .state import (
     ConsumerListsConfig,
+    GroupPolicy,
     PullRule,
 )
 
@@ -12,6 +13,9 @@ from .state import (
 def named_configs() -> dict[str, ConsumerListsConfig]:
     c = ConsumerListsConfig
     small = dict(consumers=((2, True), (1, True)), messages=2)
+    every_actor = dict(held=True, expiry=True, reject=True)
+    upstream_actors = dict(delete_notifies=False, group_assign_with_acquire=False, group_refuses_closed=False,
+                           remove_hands_over=False)
     return {
         "reference": c(),
         "small": c(**small),
@@ -28,6 +32,22 @@ def named_configs() -> dict[str, ConsumerListsConfig]:
         "notify-all": c(**small, notify_one=False),
         "no-priority-check": c(**small, priority_check=False),
         "acquire-no-cas": c(**small, acquire_cas=False),
+        # the rule before issue 16: a removal hands over only a Notified consumer's wake-up
+        "handover-only-if-notified": c(**small, env_budget=2, handover_only_if_notified=True),
+        # --- the other actors (issue 16): each on its own, then all together --------------------
+        "expiry": c(**small, expiry=True),
+        "reject": c(**small, reject=True),
+        "groups-shared": c(**small, groups=(0, 0), group_policy=GroupPolicy.SHARED),
+        "groups-assigned": c(**small, groups=(0, 0), group_policy=GroupPolicy.ASSIGNED),
+        "all-actors": c(**small, **every_actor, groups=(0, 0), group_policy=GroupPolicy.SHARED),
+        "all-actors-assigned": c(**small, **every_actor, groups=(0, -1), group_policy=GroupPolicy.ASSIGNED),
+        # ... and upstream's behaviour where the reference differs
+        "upstream-delete": c(**small, expiry=True, delete_notifies=False),
+        "upstream-group-acquire": c(**small, expiry=True, groups=(0, 0), group_assign_with_acquire=False),
+        "upstream-shared-group-closed": c(**small, groups=(0, 0), group_refuses_closed=False),
+        "upstream-assigned-group-closed": c(**small, groups=(0, 0), group_policy=GroupPolicy.ASSIGNED,
+                                            group_refuses_closed=False),
+        "upstream-all-actors": c(**small, **every_actor, groups=(0, 0), **upstream_actors),
     }
 
 
@@ -48,4 +68,21 @@ def descriptions() -> dict[str, str]:
         "notify-all": "notifyConsumers notifies every interested consumer",
         "no-priority-check": "no noHigherPriorityWithCredit check",
         "acquire-no-cas": "acquire does not re-check that the entry is still available",
+        "handover-only-if-notified": "small, budget 2: a removal hands over only a Notified consumer's wake-up "
+        "(the rule before issue 16)",
+        "expiry": "small, the housekeeping thread / management deletes entries (deleteEntry, acquireOrSteal)",
+        "reject": "small, a consuming connection's IO thread rejects an entry it holds",
+        "groups-shared": "small, both messages in one group, shared groups (DefinedGroupMessageGroupManager)",
+        "groups-assigned": "small, both messages in one group, standard groups (AssignedConsumerMessageGroupManager)",
+        "all-actors": "small with every actor: held, expiry / delete, reject, one shared group of both messages",
+        "all-actors-assigned": "small with every actor: held, expiry / delete, reject, standard groups (m0 grouped, "
+        "m1 not)",
+        "upstream-delete": "expiry, upstream deleteEntry: notifies nobody",
+        "upstream-group-acquire": "expiry and one shared group, upstream assignMessage: the group stays with a "
+        "consumer whose acquire failed",
+        "upstream-shared-group-closed": "one shared group, upstream acceptMessage: a consumer closed while it "
+        "pulled still takes a group",
+        "upstream-assigned-group-closed": "one standard group, upstream acceptMessage: a consumer closed while it "
+        "pulled is assigned the group for ever",
+        "upstream-all-actors": "all-actors with upstream's rules for removal, deletes and group assignment",
     }

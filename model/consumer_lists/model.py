@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from conq.model.kernel import Model
+from conq.model.kernel import Model, int_range
 
 from .state import (
     ABSENT,
@@ -41,6 +41,7 @@ from .state import (
     AVAILABLE,
     CF,
     ConsumerListsConfig,
+    DELETED,
     DES,
     FIND,
     F_CREDIT,
@@ -49,6 +50,7 @@ from .state import (
     F_SEEN,
     F_SUSP,
     F_WAKE,
+    GroupPolicy,
     HELD,
     IDLE,
     INTERESTED,
@@ -65,17 +67,68 @@ from .state import (
     UNARRIVED,
     _bits,
 )
+from .actors import OtherActors
 from .configs import descriptions, named_configs
 from .properties import properties
 
 
-class ConsumerListsModel(Model):
+class ConsumerListsModel(OtherActors, Model):
     name = "consumer-lists"
     Config = ConsumerListsConfig
+    #: the model's steps (threads and environment) and, for traces of the call-level view
+    #: (conformance/consumer_lists/calls.py), its ``pull`` call; parameters: c a consumer,
+    #: j a message, r a suspension reason name, desired a boolean
+    ACTIONS = {
+        "add_consumer": ("c",), "remove_consumer": ("c",), "credit": ("c",),
+        "suspend": ("c", "r"), "resume": ("c", "r"),
+        "enqueue": ("j",), "enqueue_held": ("j",), "unhold": ("j",), "release": ("j",),
+        "notify_consumers": ("j",), "target_flag": ("c", "desired"), "set_notify_work_desired": ("c", "desired"),
+        "deliver_single_message": ("c",), "find_next_available": ("c",), "acquire": ("c", "j"),
+        "deliver": ("c",), "no_message": ("c",), "idle": (),
+        # the other actors (issue 16, actors.py): housekeeping / management, reject, message groups
+        "delete_entry": ("j",), "delayed_acquisition": ("j",), "reject": ("c", "j"),
+        "reset_sub_pointers_for_groups": (),
+        "pull": ("c",),
+    }
 
     @classmethod
     def configs(cls):
         return named_configs()
+
+    @classmethod
+    def validate_config(cls, config):
+        problems = super().validate_config(config)
+        bad = {p.partition(":")[0] for p in problems}
+        cons = config.consumers
+        if "consumers" not in bad:
+            if not cons:
+                problems.append("consumers: must name at least one consumer, as [[priority, acquires], ...]")
+            for i, entry in enumerate(cons):
+                if not (isinstance(entry, tuple) and len(entry) == 2):
+                    problems.append(f"consumers: entry {i} must be [priority, acquires], got {entry!r}")
+                    break
+                prio, acquires = entry
+                if isinstance(prio, bool) or not isinstance(prio, int):
+                    problems.append(f"consumers: entry {i}: priority must be an integer, got {prio!r}")
+                    break
+                if not isinstance(acquires, bool):
+                    problems.append(f"consumers: entry {i}: acquires must be true or false, got {acquires!r}")
+                    break
+        int_range(problems, config, "messages", 1, why="with no message nothing is ever delivered")
+        int_range(problems, config, "max_credit", 1, why="a consumer with no credit never takes a message")
+        int_range(problems, config, "initial_credit", 0)
+        if not {"initial_credit", "max_credit"} & bad and isinstance(config.initial_credit, int) \
+                and isinstance(config.max_credit, int) and config.initial_credit > config.max_credit >= 1:
+            problems.append(f"initial_credit: must be at most max_credit ({config.max_credit}), got {config.initial_credit}")
+        int_range(problems, config, "reasons", 0, len(REASONS), why=f"the suspension reasons are {', '.join(REASONS)}")
+        int_range(problems, config, "env_budget", -1, why="-1 is unbounded")
+        groups = getattr(config, "groups", ())
+        if groups and "groups" not in bad:
+            if any(isinstance(g, bool) or not isinstance(g, int) or g < -1 for g in groups):
+                problems.append(f"groups: every entry is a message's group (0, 1, ...) or -1 (none), got {list(groups)}")
+            elif "messages" not in bad and len(groups) != config.messages:
+                problems.append(f"groups: must name the group of each of the {config.messages} messages, got {len(groups)}")
+        return problems
 
     @classmethod
     def describe_configs(cls):
@@ -86,6 +139,8 @@ class ConsumerListsModel(Model):
         cfg = self.config
         if isinstance(cfg.pull_rule, str) and not isinstance(cfg.pull_rule, PullRule):
             object.__setattr__(cfg, "pull_rule", PullRule(cfg.pull_rule))
+        if isinstance(cfg.group_policy, str) and not isinstance(cfg.group_policy, GroupPolicy):
+            object.__setattr__(cfg, "group_policy", GroupPolicy(cfg.group_policy))
         self.n = n = len(cfg.consumers)
         self.m = cfg.messages
         self.prio = tuple(int(p) for p, _ in cfg.consumers)
@@ -100,6 +155,8 @@ class ConsumerListsModel(Model):
         self.BUD = self.IB + len(self.levels)  # the environment's remaining budget
         # consumers of strictly higher priority, per consumer
         self.higher = tuple(tuple(h for h in range(n) if self.prio[h] > self.prio[c]) for c in range(n))
+        # the other actors' fields (housekeeping, reject, groups) follow the budget (actors.py)
+        self._setup_actors()
 
     # ------------------------------------------------------------------ state helpers
     def init_states(self):
@@ -111,6 +168,7 @@ class ConsumerListsModel(Model):
         s += [UNARRIVED, 0] * self.m
         s += [0, 0, 0, 0] + [()] * len(self.levels)
         s.append(cfg.env_budget)
+        s += self._actor_fields()
         if cfg.preadded:
             for c in range(self.n):
                 self._add(s, c, [])
@@ -153,13 +211,20 @@ class ConsumerListsModel(Model):
 
     def _next_for(self, l, c):
         """``getNextAvailableEntry``: the lowest available message ``c`` may take; browsers skip what
-        they have already seen; a removed consumer has no queue context (None)."""
+        they have already seen; a removed consumer has no queue context (None).  With the other
+        actors: skips what ``c`` rejected (``hasInterest``) and what another consumer's message group
+        holds (``mightAssign``)."""
         if not (l[self.L_ALL] >> c) & 1:
             return None
         mb = self.MB
         seen = l[c * CF + F_SEEN]
+        if self.REJ is None and not self.G:
+            for j in range(self.m):
+                if l[mb + 2 * j] == AVAILABLE and not (seen >> j) & 1:
+                    return j
+            return None
         for j in range(self.m):
-            if l[mb + 2 * j] == AVAILABLE and not (seen >> j) & 1:
+            if l[mb + 2 * j] == AVAILABLE and self._interest(l, c, j) and self._might_assign(l, c, j):
                 return j
         return None
 
@@ -167,21 +232,24 @@ class ConsumerListsModel(Model):
         mb = self.MB
         return any(l[mb + 2 * j] == AVAILABLE for j in range(self.m))
 
-    def _no_higher(self, l, c) -> bool:
-        """``noHigherPriorityWithCredit``: no registered, acquiring consumer of higher priority whose
-        target wants work has an available entry."""
+    def _no_higher(self, l, c, j=None) -> bool:
+        """``noHigherPriorityWithCredit(c, entry j)``: no registered, acquiring consumer of higher
+        priority whose target wants work, that is interested in the entry (has not rejected it), has
+        an available entry."""
         if not self.config.priority_check:
             return True
         for h in self.higher[c]:
             if (l[self.L_ALL] >> h) & 1 and self.acq[h] and l[h * CF + F_FLAG] and self._next_for(l, h) is not None:
-                return False
+                if j is None or self.REJ is None or self._interest(l, h, j):
+                    return False
         return True
 
     def _notify(self, l, c, out) -> bool:
         """``AbstractQueue.notifyConsumer``: consumerHasAvailableMessages, then setNotified(true) (a
         CAS INTERESTED -> NOTIFIED for acquiring consumers), then notifyWork (sets the scheduled bit)."""
         if self.acq[c]:
-            if self._next_for(l, c) is None or not self._no_higher(l, c):
+            j = self._next_for(l, c)
+            if j is None or not self._no_higher(l, c, j):
                 return False
             if not self._move(l, c, (INTERESTED,), NOTIFIED):
                 return False
@@ -203,10 +271,12 @@ class ConsumerListsModel(Model):
         for c in list(self._interested_order(l)):
             if l[self.MB + 2 * j] != AVAILABLE:
                 break
+            if self.REJ is not None and not self._interest(l, c, j):
+                continue  # consumer.hasInterest(entry): it rejected this entry
             if self._notify(l, c, out):
                 if self.config.notify_one:
                     break
-            elif not self._no_higher(l, c):
+            elif not self._no_higher(l, c, j):
                 break
 
     def _notify_others(self, l, excluded, out):
@@ -263,13 +333,19 @@ class ConsumerListsModel(Model):
             return ("io", action[1])
         if name == "notify_consumers":
             return ("publisher", action[1])
-        return None  # the environment may never add, remove, credit, suspend, enqueue, release
+        if name == "delayed_acquisition":
+            return ("housekeeping", action[1])  # a delete waiting for the entry completes
+        if name == "reset_sub_pointers_for_groups":
+            return ("group-reset",)  # owed by the thread that freed a group
+        # the environment may never add, remove, credit, suspend, enqueue, release, reject, delete
+        return None
 
     def successors(self, s):
         cfg = self.config
         out = []
         n, M, MB = self.n, self.m, self.MB
         fair_enabled = False
+        bud_end = self.BUD + 1
         # --- IO threads --------------------------------------------------------------------
         for c in range(n):
             b = c * CF
@@ -312,6 +388,9 @@ class ConsumerListsModel(Model):
                 if l[MB + 2 * j] == AVAILABLE:
                     self._notify_consumers(l, j, notified)
                 out.append((("notify_consumers", j), tuple(notified), tuple(l)))
+        # --- the other actors: housekeeping / management deletes, reject, group resets ----
+        if self.END > bud_end:
+            fair_enabled = self._actor_successors(s, out) or fair_enabled
         # --- environment -----------------------------------------------------------------
         bud = self.BUD
         budget = s[bud]
@@ -365,11 +444,12 @@ class ConsumerListsModel(Model):
                 l[MB + 2 * j] = AVAILABLE
                 l[MB + 2 * j + 1] = 1
                 out.append((("unhold", j), None, tuple(l)))
-            elif st >= ACQ and cfg.release and budget:
+            elif st >= ACQ and cfg.release and budget and s[(st - ACQ) * CF + F_PC] != self.GOT + j:
+                # a client releases (or its session, closing, releases) only what it was sent: the
+                # acquisition between the acquire and the send belongs to the IO thread
                 l = list(s)
                 l[bud] -= budget > 0
-                l[MB + 2 * j] = AVAILABLE
-                l[MB + 2 * j + 1] = 1
+                self._requeue(l, j)
                 out.append((("release", j), st - ACQ, tuple(l)))
         if not fair_enabled:
             # Stuttering: nothing the system must do is enabled, so a run may stay here forever
@@ -431,8 +511,8 @@ class ConsumerListsModel(Model):
         decides; the acquire is the next step)."""
         l = list(s)
         b = c * CF
-        j = self._next_for(s, c)
-        blocked = (self.acq[c] or self.config.priority_blocks_browsers) and not self._no_higher(s, c)
+        j = self._next_for(l, c)
+        blocked = j is not None and (self.acq[c] or self.config.priority_blocks_browsers) and not self._no_higher(l, c, j)
         if j is not None and not blocked and s[b + F_CREDIT] > 0:
             l[b + F_PC] = TAKE + j
             return (("find_next_available", c), j, tuple(l))
@@ -441,16 +521,20 @@ class ConsumerListsModel(Model):
 
     def _pull_take(self, s, c, j):
         """The entry's acquire (a CAS: succeeds only if still available) with the credit taken; a
-        browser only takes a reference and marks the entry seen."""
+        browser only takes a reference and marks the entry seen.  With message groups the acquire
+        is the group manager's ``acceptMessage`` (actors.py)."""
         l = list(s)
         b = c * CF
         st = s[self.MB + 2 * j]
-        if self.acq[c]:
+        if self.acq[c] and self.G:
+            ok = self._accept_message(l, c, j)
+        elif self.acq[c]:
             ok = st == AVAILABLE or (not self.config.acquire_cas and st >= ACQ)
         else:
             # a browser takes a message reference, not the entry: it succeeds while the entry
-            # exists, even if an acquiring consumer took it since the look (newMessageReference)
-            ok = True
+            # exists, even if an acquiring consumer took it since the look (newMessageReference);
+            # not once it was deleted (the housekeeping thread, actors.py)
+            ok = st != DELETED
         if ok:
             if self.acq[c]:
                 l[self.MB + 2 * j] = ACQ + c
@@ -470,9 +554,10 @@ class ConsumerListsModel(Model):
         b = c * CF
         notified: list[int] = []
         if not (s[self.L_ALL] >> c) & 1:
-            if self.acq[c]:
-                l[self.MB + 2 * j] = AVAILABLE
-                l[self.MB + 2 * j + 1] = 1
+            if self.acq[c] and s[self.MB + 2 * j] == ACQ + c:
+                # QueueEntryImpl.release(consumer): only if still acquired by c (the removal may have
+                # released it already, and another consumer may hold it now)
+                self._requeue(l, j)
             l[b + F_PC] = IDLE
             l[b + F_WAKE] = 0
             return (("deliver", c), None, tuple(l))
@@ -507,22 +592,28 @@ class ConsumerListsModel(Model):
 
     def _remove(self, s, c):
         """``removeConsumer`` (config thread): leave All, any state -> REMOVED, its acquired messages
-        are released (they owe a notification).  Reference: a removed NOTIFIED consumer's wake-up is
-        handed to another interested consumer; upstream drops it."""
+        are released (they owe a notification); with message groups, ``resetSubPointersForGroups``.
+        Reference: one other interested consumer is notified while messages are available
+        (``notifyOtherConsumers``), whatever the removed consumer's state (before issue 16 only a
+        NOTIFIED consumer's wake-up was handed over); upstream notifies nobody."""
         l = list(s)
         b = c * CF
         was_notified = s[b] == NOTIFIED
         l[self.L_ALL] &= ~(1 << c)
         self._move(l, c, (NOT_INTERESTED, INTERESTED, NOTIFIED, NON_ACQUIRING), REMOVED)
-        for j in range(self.m):
-            if l[self.MB + 2 * j] == ACQ + c:
-                l[self.MB + 2 * j] = AVAILABLE
-                l[self.MB + 2 * j + 1] = 1
+        mine = [j for j in range(self.m) if l[self.MB + 2 * j] == ACQ + c]
+        for j in mine:
+            l[self.MB + 2 * j] = AVAILABLE
+            l[self.MB + 2 * j + 1] = 1
+        for j in mine:
+            self._group_left(l, j, True)  # the session's release of each: Group.subtract (actors.py)
+        self._unregister_groups(l, c)  # message groups: resetSubPointersForGroups(consumer)
         if l[b + F_PC] in (IDLE, START):
             l[b + F_PC] = IDLE
         l[b + F_WAKE] = 0
         notified: list[int] = []
-        if was_notified and self.config.remove_hands_over and self._any_available(l):
+        hand = was_notified or not self.config.handover_only_if_notified
+        if hand and self.config.remove_hands_over and self._any_available(l):
             self._notify_others(l, c, notified)
         return (("remove_consumer", c), tuple(notified), tuple(l))
 
@@ -559,7 +650,10 @@ class ConsumerListsModel(Model):
         msgs = []
         for j in range(self.m):
             st = s[self.MB + 2 * j]
-            text = ("unarrived", "available", "held")[st] if st < ACQ else f"acquired by c{st - ACQ}"
+            if st == DELETED:
+                text = "deleted"
+            else:
+                text = ("unarrived", "available", "held")[st] if st < ACQ else f"acquired by c{st - ACQ}"
             if s[self.MB + 2 * j + 1]:
                 text += " (notify owed)"
             msgs.append(text)
@@ -574,6 +668,7 @@ class ConsumerListsModel(Model):
                 "notified": list(_bits(s[self.L_NOT])),
                 "interested": {str(p): list(s[self.IB + k]) for k, p in enumerate(self.levels)},
             },
+            **self._actor_view(s),  # empty unless a new actor is on (actors.py)
         }
 
     def actors(self, action, observation):
@@ -588,6 +683,10 @@ class ConsumerListsModel(Model):
             return ("client", f"c{action[1]}")
         if name in ("add_consumer", "remove_consumer"):
             return ("config thread", "queue")
+        if name in ("delete_entry", "delayed_acquisition"):
+            return ("housekeeping/management", "queue")
+        if name == "reset_sub_pointers_for_groups":
+            return ("group manager", "queue")
         return (f"c{action[1]} IO thread", "queue")
 
 

@@ -13,12 +13,14 @@ from .state import (
     ALLOWED_BROWSER,
     AVAILABLE,
     CF,
+    DELETED,
     F_CREDIT,
     F_FLAG,
     F_PC,
     F_SEEN,
     F_WAKE,
     FIND,
+    GroupPolicy,
     HELD,
     IDLE,
     INTERESTED,
@@ -33,7 +35,8 @@ from .state import (
 )
 from conq.model.kernel import always, always_step, leads_to, sometimes
 
-NOTIFYING = frozenset({"notify_consumers", "no_message", "remove_consumer", "add_consumer", "set_notify_work_desired"})
+NOTIFYING = frozenset({"notify_consumers", "no_message", "remove_consumer", "add_consumer", "set_notify_work_desired",
+                       "delete_entry", "delayed_acquisition", "reset_sub_pointers_for_groups"})
 
 
 def properties(m):
@@ -42,14 +45,42 @@ def properties(m):
     L_ALL, L_NI, L_NA, L_NOT, IB = m.L_ALL, m.L_NI, m.L_NA, m.L_NOT, m.IB
     nlev = len(m.levels)
 
+    cfg = m.config
+    REJ, grp = m.REJ, m.grp
+    grp_on = bool(cfg.groups)
+    shared = bool(cfg.groups) and cfg.group_policy is GroupPolicy.SHARED
+
     def available(s):
         return [j for j in range(M) if s[MB + 2 * j] == AVAILABLE]
 
     def reg(s, c):
         return (s[L_ALL] >> c) & 1
 
+    def rejected(s, c, j):
+        return REJ is not None and (s[REJ + j] >> c) & 1
+
+    def holders(s, g):
+        """The consumers holding (having acquired) an entry of group g."""
+        return {s[MB + 2 * j] - ACQ for j in range(M) if grp[j] == g and s[MB + 2 * j] >= ACQ}
+
+    def group_blocks(s, c, j):
+        """What the group policies promise, read off the entries and the assignments, not the
+        managers' bookkeeping: shared, a group belongs to whoever holds one of its entries; standard
+        (assigned), to the registered consumer it was assigned to."""
+        g = grp[j]
+        if g < 0 or not acq[c]:
+            return False
+        if shared:
+            return bool(holders(s, g) - {c})
+        own = s[m.GOWN + g] - 1
+        return own >= 0 and own != c and bool(reg(s, own))
+
     def can_see(s, c, j):
-        return acq[c] or not (s[c * CF + F_SEEN] >> j) & 1
+        """c may take entry j (apart from availability, credit and priority): a browser has not seen it,
+        c has not rejected it, and no message group keeps it from c."""
+        if not acq[c]:
+            return not (s[c * CF + F_SEEN] >> j) & 1
+        return not rejected(s, c, j) and not group_blocks(s, c, j)
 
     def willing(s, c):
         """The consumer wants work and could take an available message now."""
@@ -178,7 +209,11 @@ def properties(m):
             return True
         for h in range(n):
             if prio[h] > prio[c] and acq[h] and reg(s, h) and s[h * CF + F_FLAG]:
-                return False
+                # ... and, with rejects or groups, h is interested in the entry picked and could take one
+                if REJ is None and not grp_on:
+                    return False
+                if not rejected(s, h, o) and any(can_see(s, h, k) for k in available(s)):
+                    return False
         return True
 
     levels_of_acquirers = len(set(prio[c] for c in range(n) if acq[c]))
@@ -199,7 +234,7 @@ def properties(m):
         if t[b + F_PC] != START:
             return False
         if acq[c] and s[b] == INTERESTED:
-            more = any(t[MB + 2 * j] == AVAILABLE for j in range(M))
+            more = any(t[MB + 2 * j] == AVAILABLE and can_see(t, c, j) for j in range(M))
             blocked = any(
                 prio[h] > prio[c] and acq[h] and reg(t, h) and t[h * CF + F_FLAG] for h in range(n)
             ) and m.config.priority_check
@@ -388,6 +423,100 @@ def properties(m):
                 ),
             )
         )
+    props += _other_actor_properties(m, reg, holders, rejected, group_blocks)
+    return props
+
+
+def _other_actor_properties(m, reg, holders, rejected, group_blocks):
+    """The claims the housekeeping thread, reject and message groups make necessary (issue 16), each
+    with a ``sometimes`` witness of the situation it speaks of."""
+    cfg = m.config
+    n, M, MB, acq = m.n, m.m, m.MB, m.acq
+    props = []
+    if cfg.expiry:
+        DP = m.DP
+
+        def never_delivered(s, a, o, t):
+            if a[0] == "acquire":
+                # a deleted entry is never acquired, nor referenced by a browser (newMessageReference)
+                return o is not True or s[MB + 2 * a[2]] != DELETED
+            if a[0] == "deliver" and o is not None and acq[a[1]]:
+                return s[MB + 2 * o] == ACQ + a[1]
+            return True
+
+        def delete_waited(s, a, o, t):
+            return a[0] == "deliver" and o is not None and acq[a[1]] and bool((s[DP] >> o) & 1)
+
+        props += [
+            always_step(
+                "deleted-never-delivered",
+                "a deleted (expired) entry is never acquired, and an entry is sent to an acquiring consumer "
+                "only while that consumer holds it: a delete that meets an unsent acquisition waits for the send",
+                never_delivered,
+                witness=delete_waited,
+                actions=("acquire", "deliver"),
+            ),
+            sometimes(
+                "delete-wins-the-race",
+                "the housekeeping thread deletes an entry a consumer has found and is about to acquire",
+                lambda s: any(
+                    s[c * CF + F_PC] >= TAKE and s[c * CF + F_PC] < m.GOT
+                    and s[MB + 2 * (s[c * CF + F_PC] - TAKE)] == DELETED
+                    for c in range(n)
+                ),
+            ),
+        ]
+    if cfg.reject:
+        def not_to_rejecter(s, a, o, t):
+            return a[0] != "acquire" or o is not True or not rejected(s, a[1], a[2])
+
+        def taken_after_reject(s, a, o, t):
+            return a[0] == "acquire" and o is True and acq[a[1]] and any(rejected(s, c, a[2]) for c in range(n))
+
+        props += [
+            always_step(
+                "rejected-not-redelivered",
+                "a consumer never acquires an entry it rejected (QueueConsumerImpl.hasInterest: isRejectedBy)",
+                not_to_rejecter,
+                witness=taken_after_reject,
+                actions=("acquire",),
+            ),
+            sometimes(
+                "rejected-message-taken-by-another",
+                "an entry one consumer rejected is acquired by another",
+                lambda s: any(
+                    s[MB + 2 * j] >= ACQ and any(rejected(s, c, j) for c in range(n)) for j in range(M)
+                ),
+            ),
+        ]
+    if cfg.groups:
+        G = m.G
+        grp = m.grp
+
+        def one_holder(s):
+            return all(len(holders(s, g)) <= 1 for g in range(G))
+
+        def group_waits(s):
+            """An available entry is kept by its group from a registered consumer that wants work."""
+            return any(
+                s[MB + 2 * j] == AVAILABLE and grp[j] >= 0 and acq[c] and reg(s, c) and s[c * CF + F_FLAG]
+                and group_blocks(s, c, j)
+                for j in range(M) for c in range(n)
+            )
+
+        props += [
+            always(
+                "group-held-by-one-consumer",
+                "no two consumers hold (have acquired) entries of one message group at the same time",
+                one_holder,
+                witness=group_waits,
+            ),
+            sometimes(
+                "group-entry-waits-for-its-owner",
+                "an available entry waits for its group's consumer while another registered consumer wants work",
+                group_waits,
+            ),
+        ]
     return props
 
 

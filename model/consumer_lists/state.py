@@ -16,6 +16,9 @@ NODE_NAMES = ("absent", "not-interested", "interested", "notified", "non-acquiri
 
 # message status: 0 not arrived, 1 available, 2 held, 3 + c acquired by consumer c
 UNARRIVED, AVAILABLE, HELD, ACQ = 0, 1, 2, 3
+# ... and -1: deleted (TTL expired and dequeued by the housekeeping thread, or a management delete:
+# AbstractQueue.deleteEntry); a deleted entry is never available again
+DELETED = -1
 
 # IO-thread program counter: IDLE, DES (first half of setNotifyWorkDesired done), FIND (un-notified,
 # about to look for the next entry), NONE (found nothing, about to finish), START (keep pulling: the
@@ -43,6 +46,18 @@ ALLOWED_BROWSER = {
     (NOT_INTERESTED, NON_ACQUIRING), (NON_ACQUIRING, NOT_INTERESTED),
     (NOT_INTERESTED, REMOVED), (NON_ACQUIRING, REMOVED),
 }
+
+
+class GroupPolicy(str, enum.Enum):
+    """How a message group is owned (upstream ``Queue.messageGroupType``; seeds 000/002: a message
+    "blocked by message grouping" becomes available again)."""
+
+    #: SHARED_GROUPS, ``DefinedGroupMessageGroupManager``: a group belongs to the consumer that holds
+    #: its acquired entries, and is given up when the last of them is released or dequeued
+    SHARED = "shared"
+    #: STANDARD, ``AssignedConsumerMessageGroupManager``: a group is assigned to the first consumer
+    #: that takes one of its entries and stays assigned until that consumer is removed
+    ASSIGNED = "assigned"
 
 
 class PullRule(str, enum.Enum):
@@ -100,6 +115,41 @@ class ConsumerListsConfig:
     remove_hands_over: bool = True
     #: the acquire step re-checks that the entry is still available (the entry's CAS)
     acquire_cas: bool = True
+    # --- the other actors of the seeds' Threading Model (issue 16); all off by default, and off in
+    #     every configuration the conformance suite drives ------------------------------------------
+    #: the housekeeping thread deletes expired entries (AbstractQueue.checkMessageStatus -> expireEntry
+    #: -> deleteEntry) and management deletes / moves them (the same deleteEntry): an acquire by
+    #: someone who is not a consumer (QueueEntryImpl.acquireOrSteal), racing with consumers
+    expiry: bool = False
+    #: a consuming connection's IO thread rejects an entry its consumer holds (QueueEntryImpl.reject,
+    #: then release): the entry is offered again, to every consumer but the one that rejected it
+    reject: bool = False
+    #: message groups: the group (0, 1, ...) of each message; empty: the queue has no groups
+    groups: tuple = ()
+    #: who owns a group (meaningful only with ``groups``)
+    group_policy: GroupPolicy = GroupPolicy.SHARED
+    # --- rule switches of the new actors (reference values first; the upstream alternative named) --
+    #: after deleteEntry took an entry, the deleting thread notifies one interested consumer while
+    #: messages are available (notifyOtherConsumers(null)): a consumer that lost the race for the
+    #: deleted entry is otherwise never told of the rest (reference).  Upstream deleteEntry
+    #: notifies nobody.
+    delete_notifies: bool = True
+    #: shared groups: acceptMessage assigns a group to the consumer only together with a successful
+    #: acquire (reference).  Upstream DefinedGroupMessageGroupManager.assignMessage creates the group
+    #: first and keeps it when the acquire then fails (the entry was deleted meanwhile): a group owned
+    #: by a consumer that holds none of its entries.
+    group_assign_with_acquire: bool = True
+    #: message groups: acceptMessage refuses a consumer that was removed while it was pulling (it has
+    #: no queue context any more), so a closed consumer is never given a group (reference).
+    #: Upstream assigns it: a STANDARD group then stays assigned to the closed consumer for ever, and
+    #: a shared group's closed consumer holds an entry of a group another consumer has taken.
+    group_refuses_closed: bool = True
+    #: removeConsumer hands a wake-up over (``remove_hands_over``) whatever the removed consumer's
+    #: state (reference): a consumer whose target still wants work keeps lower priorities from being
+    #: notified (noHigherPriorityWithCredit) until it is removed.  True: only a NOTIFIED consumer's
+    #: wake-up is handed over (the rule before issue 16; a lost wake-up once the removed consumer's
+    #: last entry was released or deleted before the removal)
+    handover_only_if_notified: bool = False
 
 
 def _bits(mask: int):

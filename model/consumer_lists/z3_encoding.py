@@ -30,6 +30,20 @@ reference switches: the relation takes that consumer as a parameter ``x``
 that no consumer does.  ``notify_one = False`` (all interested consumers) is
 an array map over consumers.
 
+The other actors (issue 16, model/consumer_lists/actors.py): a per-message
+``dp`` (a delete waits for the entry), ``gcnt`` (a shared group counted the
+entry's acquisition), a per consumer and message ``rej`` (the consumer rejected
+the entry, like ``seen``), a per group ``gown`` (its consumer + 1, 0: none) and
+the scalar ``grs`` (a group pointer reset is owed); a message's status may be
+``DELETED`` (-1).  Whether the housekeeping thread deletes, consumers reject,
+messages arrive held, the queue has groups, and which group policy it has are
+symbolic switches (``held``, ``expiry``, ``reject``, ``groups``, ``shared``)
+with the group of each message ``grp[j]`` (-1: none) and the number of groups
+``NG`` symbolic too: one unbounded proof covers every actor on or off and both
+group policies.  The rule switches of the new actors (``delete_notifies``,
+``group_assign_with_acquire``, ``group_refuses_closed``,
+``handover_only_if_notified``) are Python-level like the others.
+
 Proof-only ghost: ``bad``, set by an acquire that takes a message that was not
 available; ``acquired-at-most-once`` (an always-step property of the model) is
 encoded as the state invariant ``not bad``, so BMC can look for its
@@ -54,6 +68,7 @@ from .state import (
     ABSENT,
     AVAILABLE,
     CF,
+    DELETED,
     DES,
     F_CREDIT,
     F_FLAG,
@@ -76,6 +91,7 @@ from .state import (
     TAKE,
     UNARRIVED,
     ConsumerListsConfig,
+    GroupPolicy,
     PullRule,
 )
 from conq.model.engines.symbolic import Aux, Encoding, SymAction
@@ -85,12 +101,17 @@ B = z3.BoolSort()
 
 CONS_INT = ("node", "pc", "credit", "susp", "ilvl", "pos")
 CONS_BOOL = ("wake", "flag", "all", "ni", "na", "nt", "intr")
+MATRIX = ("seen", "rej")  # per consumer, per message
 MSG_INT = ("status",)
-MSG_BOOL = ("pend",)
+MSG_BOOL = ("pend", "dp", "gcnt")
+GRP_INT = ("gown",)
 SCALARS = ("budget", "clock")
-FIELDS = CONS_INT + CONS_BOOL + ("seen",) + MSG_INT + MSG_BOOL + SCALARS + ("bad",)
-KIND = {f: "cons" for f in CONS_INT + CONS_BOOL + ("seen",)}
+SBOOL = ("grs", "bad")
+FIELDS = CONS_INT + CONS_BOOL + MATRIX + MSG_INT + MSG_BOOL + GRP_INT + SCALARS + SBOOL
+KIND = {f: "cons" for f in CONS_INT + CONS_BOOL + MATRIX}
 KIND.update({f: "msg" for f in MSG_INT + MSG_BOOL})
+KIND.update({f: "grp" for f in GRP_INT})
+BOOLS = frozenset(CONS_BOOL + MSG_BOOL)
 ACQ = 3  # status 3 + c: acquired by consumer c
 LISTS = (("ni", NOT_INTERESTED), ("na", NON_ACQUIRING), ("nt", NOTIFIED))
 
@@ -108,6 +129,14 @@ class _Consts:
         self.maxc = z3.Int("cl.maxc")
         self.nreas = z3.Int("cl.nreas")
         self.eb = z3.Int("cl.eb")
+        # the other actors' switches, the groups
+        self.held = z3.Bool("cl.held")
+        self.expiry = z3.Bool("cl.expiry")
+        self.reject = z3.Bool("cl.reject")
+        self.groups = z3.Bool("cl.groups")
+        self.shared = z3.Bool("cl.shared")
+        self.NG = z3.Int("cl.NG")
+        self.grp = z3.Array("cl.grp", I, I)
 
 
 class St(dict):
@@ -188,13 +217,34 @@ class ConsumerListsEncoding(Encoding):
         self._n = itertools.count()
         self._cache: dict = {}
         # lists-match-states and the kinds are inductive on their own; see auxiliaries()
-        self.strengthening = {}
+        self.strengthening = {
+            "group-held-by-one-consumer": ["grouped-entry-held-by-its-owner", "shared-group-counts-its-held-entries"],
+        }
         self.bounded_only = {}
 
     # -- sizes and tables ------------------------------------------------------------------
     def bounds(self, model):
         self._m = model
-        return {"cons": model.n, "msg": model.m}
+        return {"cons": model.n, "msg": model.m, "grp": model.G}
+
+    def _size(self, kind):
+        return {"cons": self.k.N, "msg": self.k.M, "grp": self.k.NG}[kind]
+
+    # -- the other actors' switches: the configuration's values while bounded, symbolic otherwise --
+    def sw(self, name):
+        if self.bound is not None:
+            c = self.c
+            val = {"held": c.held, "expiry": c.expiry, "reject": c.reject, "groups": bool(c.groups),
+                   "shared": bool(c.groups) and c.group_policy is GroupPolicy.SHARED}[name]
+            return z3.BoolVal(val)
+        return getattr(self.k, name)
+
+    def grp(self, j):
+        """The group of message ``j`` (-1: none)."""
+        k = _lit(j)
+        if self.bound is not None and k is not None:
+            return z3.IntVal(self._m.grp[k]) if 0 <= k < self._m.m else z3.IntVal(-1)
+        return self.k.grp[j]
 
     def _N(self):
         return z3.IntVal(self.bound["cons"]) if self.bound else self.k.N
@@ -221,19 +271,16 @@ class ConsumerListsEncoding(Encoding):
         return self.k.lvl[c]
 
     def E(self, kind, body):
-        size = self.k.N if kind == "cons" else self.k.M
-        return self.each(kind, size, body, name=f"{kind}!{next(self._n)}")
+        return self.each(kind, self._size(kind), body, name=f"{kind}!{next(self._n)}")
 
     def S(self, kind, body):
-        size = self.k.N if kind == "cons" else self.k.M
-        return self.some(kind, size, body, name=f"{kind}!{next(self._n)}")
+        return self.some(kind, self._size(kind), body, name=f"{kind}!{next(self._n)}")
 
     def _case(self, term, kind, body):
         """``body(term)`` with ``term`` an index of ``kind``: case-split into
         literals while a bound is active, a range guard otherwise."""
         if self.bound is None:
-            size = self.k.N if kind == "cons" else self.k.M
-            return z3.And(0 <= term, term < size, body(term))
+            return z3.And(0 <= term, term < self._size(kind), body(term))
         if _lit(term) is not None:
             k = _lit(term)
             return body(k) if 0 <= k < self.bound[kind] else z3.BoolVal(False)
@@ -255,24 +302,40 @@ class ConsumerListsEncoding(Encoding):
         return z3.Or(z3.And(a, f_acq()), z3.And(z3.Not(a), f_browser()))
 
     # -- states ----------------------------------------------------------------------------
+    def _unused(self, f):
+        """While bounded: a field the configuration never changes from its initial value (an actor
+        switched off) is that constant, so it adds no variables to BMC."""
+        c = self.c
+        off = {"rej": not c.reject, "dp": not c.expiry,
+               "gcnt": not (c.groups and c.group_policy is GroupPolicy.SHARED), "grs": not c.groups}
+        return self.bound is not None and off.get(f, False)
+
     def fresh(self, tag):
         s = St()
         b = self.bound
         for f in FIELDS:
             kind = KIND.get(f)
-            if f == "seen":
-                if b is not None:
-                    s[f] = Vec(Vec(z3.Bool(f"cl.seen{tag}[{c}][{j}]") for j in range(b["msg"])) for c in range(b["cons"]))
+            if self._unused(f):
+                false = z3.BoolVal(False)
+                if f in MATRIX:
+                    s[f] = Vec(Vec(false for _ in range(b["msg"])) for _ in range(b["cons"]))
+                elif kind is not None:
+                    s[f] = Vec(false for _ in range(b[kind]))
                 else:
-                    s[f] = z3.Array(f"cl.seen{tag}", I, z3.ArraySort(I, B))
+                    s[f] = false
+            elif f in MATRIX:
+                if b is not None:
+                    s[f] = Vec(Vec(z3.Bool(f"cl.{f}{tag}[{c}][{j}]") for j in range(b["msg"])) for c in range(b["cons"]))
+                else:
+                    s[f] = z3.Array(f"cl.{f}{tag}", I, z3.ArraySort(I, B))
             elif kind is not None:
-                sort = B if f in CONS_BOOL + MSG_BOOL else I
+                sort = B if f in BOOLS else I
                 if b is not None:
                     s[f] = Vec(z3.Const(f"cl.{f}{tag}[{k}]", sort) for k in range(b[kind]))
                 else:
                     s[f] = z3.Array(f"cl.{f}{tag}", I, sort)
-            elif f == "bad":
-                s[f] = z3.Bool(f"cl.bad{tag}")
+            elif f in SBOOL:
+                s[f] = z3.Bool(f"cl.{f}{tag}")
             else:
                 s[f] = z3.Int(f"cl.{f}{tag}")
         return s
@@ -303,7 +366,45 @@ class ConsumerListsEncoding(Encoding):
 
     # -- the queue's helpers -----------------------------------------------------------------
     def can(self, v, c, j):
-        return z3.And(v.status[j] == AVAILABLE, z3.Not(v.seen[c][j]))
+        """``c`` may take entry ``j`` now (``getNextAvailableEntry``'s test): available, not seen (a
+        browser), not rejected by ``c`` (``hasInterest``) and not kept by a group (``mightAssign``)."""
+        out = [v.status[j] == AVAILABLE, z3.Not(v.seen[c][j])]
+        if not z3.is_false(self.sw("reject")):
+            out.append(z3.Not(z3.And(self.sw("reject"), v.rej[c][j])))
+        if not z3.is_false(self.sw("groups")):
+            out.append(self.might_assign(v, c, j))
+        return z3.And(out)
+
+    # -- message groups -------------------------------------------------------------------------
+    def _grouped(self, j):
+        """(``j`` has a group, its group): the group is -1 (and nothing is grouped) with groups off."""
+        g = self.grp(j)
+        if z3.is_false(self.sw("groups")) or (_lit(g) is not None and _lit(g) < 0):
+            return z3.BoolVal(False), None
+        return z3.And(self.sw("groups"), g >= 0), g
+
+    def counted(self, v, g):
+        """A shared group counted some entry's acquisition (``Group._activeCount > 0``)."""
+        if self.bound is not None and _lit(g) is not None:
+            k = _lit(g)
+            js = [j for j in range(self._m.m) if self._m.grp[j] == k]
+            return z3.Or([v.gcnt[j] for j in js] or [z3.BoolVal(False)])
+        return self.S("msg", lambda j: z3.And(self.grp(j) == g, v.gcnt[j]))
+
+    def valid(self, v, g):
+        """``Group.isValid`` (shared: a consumer that is open or still holds a counted entry);
+        a standard (assigned) group: assigned."""
+        own = v.gown[g]
+        reg = v.all[own - 1]
+        return z3.And(own >= 1, z3.Or(z3.Not(self.sw("shared")), reg, self.counted(v, g)))
+
+    def might_assign(self, v, c, j):
+        """``mightAssign``: always for a browser and an entry without a group; else the group has no
+        valid owner or is ``c``'s."""
+        has, g = self._grouped(j)
+        if g is None:
+            return z3.BoolVal(True)
+        return z3.Or(z3.Not(self.acq(c)), z3.Not(has), v.gown[g] == c + 1, z3.Not(self.valid(v, g)))
 
     def _memo(self, tag, v, c, build):
         """Bounded mode: one term per (predicate, view, literal index) within an action's relation."""
@@ -331,20 +432,37 @@ class ConsumerListsEncoding(Encoding):
     def any_avail(self, v):
         return self.S("msg", lambda j: v.status[j] == AVAILABLE)
 
-    def no_higher(self, v, c):
-        """``noHigherPriorityWithCredit``."""
-        return self._memo("no_higher", v, c, lambda: self._no_higher(v, c))
+    def no_higher(self, v, c, j=None):
+        """``noHigherPriorityWithCredit(c, entry j)``: no higher acquiring consumer that wants work,
+        has not rejected ``j`` and has an available entry (``j`` None: any entry)."""
+        if j is not None and z3.is_false(self.sw("reject")):
+            j = None  # interest in the entry only differs when consumers reject
+        kj = _lit(j) if j is not None else -1
+        if j is not None and kj is None:
+            return self._no_higher(v, c, j)
+        return self._memo(f"no_higher@{kj}", v, c, lambda: self._no_higher(v, c, j))
 
-    def _no_higher(self, v, c):
+    def _no_higher(self, v, c, j=None):
         if not self.c.priority_check:
             return z3.BoolVal(True)
+        interested = (lambda h: z3.BoolVal(True)) if j is None else (
+            lambda h: z3.Not(z3.And(self.sw("reject"), v.rej[h][j])))
         k = _lit(c)
         if self.bound is not None and k is not None:
             m = self._m
             hs = [h for h in range(m.n) if m.prio[h] > m.prio[k] and m.acq[h]]
-            return z3.And([z3.Not(z3.And(v.all[h], v.flag[h], self.has_next(v, h))) for h in hs] or [z3.BoolVal(True)])
+            return z3.And([z3.Not(z3.And(v.all[h], v.flag[h], self.has_next(v, h), interested(h))) for h in hs]
+                          or [z3.BoolVal(True)])
         return self.E("cons", lambda h: z3.Not(z3.And(
-            self.prio(h) > self.prio(c), v.all[h], self.acq(h), v.flag[h], self.has_next(v, h))))
+            self.prio(h) > self.prio(c), v.all[h], self.acq(h), v.flag[h], self.has_next(v, h), interested(h))))
+
+    def nh_next(self, v, c):
+        """``consumerHasAvailableMessages``' priority check: ``noHigherPriorityWithCredit`` at the
+        entry ``c`` would take next (given that there is one)."""
+        if z3.is_false(self.sw("reject")):
+            return self.no_higher(v, c)
+        return self._memo("nh_next", v, c, lambda: self.E("msg", lambda j: z3.Implies(
+            self.next_is(v, c, j), self.no_higher(v, c, j))))
 
     def desired(self, v, c):
         return z3.And(v.susp[c] == 0, v.credit[c] > 0)
@@ -378,12 +496,12 @@ class ConsumerListsEncoding(Encoding):
 
     def _succ(self, v, y):
         return z3.Or(z3.Not(self.acq(y)),
-                     z3.And(self.has_next(v, y), self.no_higher(v, y), v.node[y] == INTERESTED))
+                     z3.And(self.has_next(v, y), self.nh_next(v, y), v.node[y] == INTERESTED))
 
     def notify1(self, v, c, known=False):
         """``AbstractQueue.notifyConsumer``; ``known``: it is known to succeed."""
         a = self.acq(c)
-        ok_acq = z3.BoolVal(True) if known else z3.And(self.has_next(v, c), self.no_higher(v, c))
+        ok_acq = z3.BoolVal(True) if known else z3.And(self.has_next(v, c), self.nh_next(v, c))
         w, moved = self.move(v, c, (INTERESTED,), NOTIFIED, cond=z3.And(a, ok_acq))
         ok = z3.Or(z3.Not(a), moved)
         w["wake"] = _store(v.wake, c, z3.Or(v.wake[c], ok))
@@ -397,11 +515,45 @@ class ConsumerListsEncoding(Encoding):
         return z3.Or(alts)
 
     def cand_others(self, v, excl):
-        """``notifyOtherConsumers(excl)``."""
+        """``notifyOtherConsumers(excl)`` (``excl`` -1: ``notifyOtherConsumers(null)``)."""
         avail = self.any_avail(v)
         ok = lambda y: z3.And(y != excl, self.succ(v, y))
         return lambda x: z3.And(avail, v.intr[x], ok(x),
                                 self.E("cons", lambda y: z3.Implies(self.before(v, y, x), z3.Not(ok(y)))))
+
+    # -- entries leaving a consumer (actors.py) ------------------------------------------------
+    def group_available(self, v, g):
+        if self.bound is not None and _lit(g) is not None:
+            js = [j for j in range(self._m.m) if self._m.grp[j] == _lit(g)]
+            return z3.Or([v.status[j] == AVAILABLE for j in js] or [z3.BoolVal(False)])
+        return self.S("msg", lambda k: z3.And(self.grp(k) == g, v.status[k] == AVAILABLE))
+
+    def group_left(self, w, j, cond=True):
+        """``Group.subtract``: a counted entry of a shared group leaves its consumer (``cond``: it was
+        acquired); the group's last counted entry frees the group, and a reset is owed if an entry of
+        the group is available (``w``: the statuses already updated)."""
+        has, g = self._grouped(j)
+        if g is None or z3.is_false(self.sw("shared")):
+            return w
+        fire = z3.And(self.sw("shared"), has, w.gcnt[j], cond)
+        w2 = self._w(w, gcnt=_store(w.gcnt, j, z3.And(w.gcnt[j], z3.Not(fire))))
+        freed = z3.And(fire, z3.Not(self.counted(w2, g)))
+        w2["gown"] = _store(w.gown, g, z3.If(freed, 0, w.gown[g]))
+        w2["grs"] = z3.Or(w.grs, z3.And(freed, self.group_available(w2, g)))
+        return w2
+
+    def requeue(self, w, j, cond=True):
+        """``QueueEntryImpl.release`` -> ``postRelease`` (if ``cond``): available, a notification
+        owed, the group listener's subtract."""
+        w2 = self._w(w, status=_store(w.status, j, z3.If(cond, AVAILABLE, w.status[j])),
+                     pend=_store(w.pend, j, z3.Or(w.pend[j], cond)))
+        return self.group_left(w2, j, cond)
+
+    def stealable(self, v, j):
+        """A consumer's acquisition of ``j`` that was sent (its IO thread is not between the acquire
+        and the send)."""
+        st = v.status[j]
+        return z3.And(st >= ACQ, v.pc[st - ACQ] != TAKE + self._M() + j)
 
     # -- init ---------------------------------------------------------------------------------
     def init(self, s):
@@ -419,7 +571,7 @@ class ConsumerListsEncoding(Encoding):
                 s.wake[c] == (z3.And(z3.Not(a), f0) if pre else False), s.all[c] == pre,
                 s.ni[c] == (node == NOT_INTERESTED), s.na[c] == (node == NON_ACQUIRING), s.nt[c] == False,
                 s.intr[c] == (node == INTERESTED),
-                self.E("msg", lambda j: z3.Not(s.seen[c][j])),
+                self.E("msg", lambda j: z3.And(z3.Not(s.seen[c][j]), z3.Not(s.rej[c][j]))),
             ]
             if pre:
                 cs += [s.ilvl[c] == self.lvl(c), s.pos[c] == c]
@@ -427,8 +579,10 @@ class ConsumerListsEncoding(Encoding):
 
         return z3.And(
             self.E("cons", cons),
-            self.E("msg", lambda j: z3.And(s.status[j] == UNARRIVED, z3.Not(s.pend[j]))),
-            s.clock == (self._N() if pre else 0), s.budget == eb, z3.Not(s.bad),
+            self.E("msg", lambda j: z3.And(s.status[j] == UNARRIVED, z3.Not(s.pend[j]), z3.Not(s.dp[j]),
+                                           z3.Not(s.gcnt[j]))),
+            self.E("grp", lambda g: s.gown[g] == 0),
+            s.clock == (self._N() if pre else 0), s.budget == eb, z3.Not(s.bad), z3.Not(s.grs),
         )
 
     # -- actions ------------------------------------------------------------------------------
@@ -508,8 +662,13 @@ class ConsumerListsEncoding(Encoding):
 
         def find_next(s, t, c, j):
             def body(c):
-                blocked = z3.And(z3.Or(self.acq(c), cfg.priority_blocks_browsers), z3.Not(self.no_higher(s, c)))
-                ok = z3.And(self.has_next(s, c), z3.Not(blocked), s.credit[c] > 0)
+                # noHigherPriorityWithCredit at the entry found
+                nb = lambda i: z3.Not(z3.And(z3.Or(self.acq(c), cfg.priority_blocks_browsers),
+                                             z3.Not(self.no_higher(s, c, i))))
+                if z3.is_false(self.sw("reject")):
+                    ok = z3.And(self.has_next(s, c), nb(None), s.credit[c] > 0)
+                else:
+                    ok = z3.And(s.credit[c] > 0, self.S("msg", lambda i: z3.And(self.next_is(s, c, i), nb(i))))
                 found = self._case(j, "msg", lambda j: z3.And(
                     self.next_is(s, c, j), self._upd(t, self._w(s, pc=self._set(s, "pc", c, TAKE + j)))))
                 return z3.And(s.pc[c] == FIND, z3.Or(z3.And(ok, found),
@@ -521,7 +680,6 @@ class ConsumerListsEncoding(Encoding):
                 a = self.acq(c)
                 st = s.status[j]
                 ok_acq = z3.Or(st == AVAILABLE, z3.And(z3.BoolVal(not cfg.acquire_cas), st >= ACQ))
-                ok = _ite(a, ok_acq, z3.BoolVal(True))
                 got = self._w(
                     s,
                     status=_ite(a, self._set(s, "status", j, ACQ + c), s.status),
@@ -531,18 +689,35 @@ class ConsumerListsEncoding(Encoding):
                     bad=z3.Or(s.bad, z3.And(a, st != AVAILABLE)),
                 )
                 fail = self._w(s, pc=self._set(s, "pc", c, NONE))
+                if not z3.is_false(self.sw("groups")):
+                    # MessageGroupManager.acceptMessage: a closed consumer is refused (reference), a
+                    # group with no valid owner is given to c, one owned by another refuses
+                    groups = self.sw("groups")
+                    closed = z3.And(groups, z3.BoolVal(cfg.group_refuses_closed), z3.Not(s.all[c]))
+                    has, g = self._grouped(j)
+                    if g is None:
+                        ok_acq = z3.And(z3.Not(closed), ok_acq)
+                    else:
+                        own_c = s.gown[g] == c + 1
+                        val = self.valid(s, g)
+                        new = z3.And(has, z3.Not(closed), z3.Not(own_c), z3.Not(val))
+                        refused = z3.And(has, z3.Not(own_c), val)
+                        ok_acq = z3.And(z3.Not(closed), z3.Not(refused), ok_acq)
+                        counts = z3.And(self.sw("shared"), has, z3.Or(s.all[c], self.counted(s, g)))
+                        got["gown"] = _ite(a, _store(s.gown, g, z3.If(new, c + 1, s.gown[g])), s.gown)
+                        got["gcnt"] = _ite(a, _store(s.gcnt, j, z3.Or(s.gcnt[j], counts)), s.gcnt)
+                        if not cfg.group_assign_with_acquire:
+                            fail["gown"] = _ite(a, _store(s.gown, g, z3.If(new, c + 1, s.gown[g])), s.gown)
+                ok = _ite(a, ok_acq, st != DELETED)
                 return z3.And(s.pc[c] == TAKE + j, z3.Or(z3.And(ok, self._upd(t, got)), z3.And(z3.Not(ok), self._upd(t, fail))))
             return self._case(c, "cons", lambda c: self._case(j, "msg", lambda j: body(c, j)))
 
         def deliver(s, t, c):
             def body(c, j):
                 a = self.acq(c)
-                gone = self._w(
-                    s,
-                    status=_ite(a, self._set(s, "status", j, AVAILABLE), s.status),
-                    pend=_ite(a, self._set(s, "pend", j, True), s.pend),
-                    pc=self._set(s, "pc", c, IDLE), wake=self._set(s, "wake", c, False),
-                )
+                # QueueEntryImpl.release(consumer): only while c still holds it
+                gone = self.requeue(s, j, z3.And(a, s.status[j] == ACQ + c))
+                gone = self._w(gone, pc=self._set(s, "pc", c, IDLE), wake=self._set(s, "wake", c, False))
                 w, _ = self.move(s, c, (INTERESTED,), NOTIFIED, cond=a)
                 if cfg.pull_rule is PullRule.UNTIL_EMPTY:
                     w["pc"] = self._set(w, "pc", c, START)
@@ -577,11 +752,16 @@ class ConsumerListsEncoding(Encoding):
                 avail = s.status[j] == AVAILABLE
                 w1 = self._w(w, wake=self._map("cons", w.wake, lambda c: z3.Or(
                     w.wake[c], z3.And(w.na[c], z3.Not(self.acq(c)), z3.Not(w.seen[c][j])))))
-                if cfg.notify_one:
-                    blocker = lambda y: z3.Or(self.succ(w1, y), z3.Not(self.no_higher(w1, y)))
+                # consumer.hasInterest(entry): a consumer that rejected the entry is passed over
+                if z3.is_false(self.sw("reject")):
+                    interest = lambda y: z3.BoolVal(True)
                 else:
-                    blocker = lambda y: z3.And(z3.Not(self.succ(w1, y)), z3.Not(self.no_higher(w1, y)))
-                cand = lambda xx: z3.And(w1.intr[xx], self.succ(w1, xx), self.E(
+                    interest = lambda y: z3.Not(z3.And(self.sw("reject"), w1.rej[y][j]))
+                if cfg.notify_one:
+                    blocker = lambda y: z3.And(interest(y), z3.Or(self.succ(w1, y), z3.Not(self.no_higher(w1, y, j))))
+                else:
+                    blocker = lambda y: z3.And(interest(y), z3.Not(self.succ(w1, y)), z3.Not(self.no_higher(w1, y, j)))
+                cand = lambda xx: z3.And(w1.intr[xx], interest(xx), self.succ(w1, xx), self.E(
                     "cons", lambda y: z3.Implies(self.before(w1, y, xx), z3.Not(blocker(y)))))
                 if cfg.notify_one:
                     walked = self.walk(t, w1, x, cand)
@@ -622,21 +802,52 @@ class ConsumerListsEncoding(Encoding):
                 w, _ = self.move(w, c, (NOT_INTERESTED, INTERESTED, NOTIFIED, NON_ACQUIRING), REMOVED)
                 mine = lambda j: s.status[j] == ACQ + c
                 released = z3.BoolVal(True)
+                groups, shared = self.sw("groups"), self.sw("shared")
+                assigned = z3.And(groups, z3.Not(shared))
+                # the session's release of c's entries, each leaving its shared group (Group.subtract)
+                left = lambda j: z3.And(shared, self.grp(j) >= 0, s.gcnt[j], mine(j))
+
+                def freed(g, gcnt_after):
+                    return z3.And(self.S("msg", lambda j: z3.And(self.grp(j) == g, left(j))),
+                                  z3.Not(self.S("msg", lambda j: z3.And(self.grp(j) == g, gcnt_after[j]))))
+
                 if self.bound is not None:
                     w["status"] = self._map("msg", s.status, lambda j: z3.If(mine(j), AVAILABLE, s.status[j]))
                     w["pend"] = self._map("msg", s.pend, lambda j: z3.Or(s.pend[j], mine(j)))
+                    if self._m.G:
+                        m = self._m
+                        w["gcnt"] = self._map("msg", s.gcnt, lambda j: z3.And(s.gcnt[j], z3.Not(left(j))))
+                        fr = [freed(g, w.gcnt) for g in range(m.G)]
+                        own1 = [z3.If(fr[g], 0, s.gown[g]) for g in range(m.G)]
+                        avail = lambda g: z3.Or([w.status[j] == AVAILABLE for j in range(m.m) if m.grp[j] == g] or [z3.BoolVal(False)])
+                        found = z3.Or([z3.And(w.status[j] == AVAILABLE, own1[m.grp[j]] == c + 1)
+                                       for j in range(m.m) if m.grp[j] >= 0] or [z3.BoolVal(False)])
+                        w["gown"] = Vec(z3.If(z3.And(assigned, own1[g] == c + 1), 0, own1[g]) for g in range(m.G))
+                        w["grs"] = z3.Or([s.grs, found] + [z3.And(fr[g], avail(g)) for g in range(m.G)])
                 else:
                     # pointwise on the post-state's arrays (a lambda here, read inside the walk's
                     # quantifiers, leaves z3 without an answer)
-                    w["status"], w["pend"] = t.status, t.pend
-                    released = self.E("msg", lambda j: z3.And(t.status[j] == z3.If(mine(j), AVAILABLE, s.status[j]),
-                                                              t.pend[j] == z3.Or(s.pend[j], mine(j))))
+                    w["status"], w["pend"], w["gcnt"], w["gown"], w["grs"] = t.status, t.pend, t.gcnt, t.gown, t.grs
+                    own1 = lambda g: z3.If(freed(g, t.gcnt), 0, s.gown[g])
+                    found = z3.And(groups, self.S("msg", lambda j: z3.And(
+                        t.status[j] == AVAILABLE, self.grp(j) >= 0, own1(self.grp(j)) == c + 1)))
+                    reset = self.S("grp", lambda g: z3.And(freed(g, t.gcnt), self.S("msg", lambda k: z3.And(
+                        self.grp(k) == g, t.status[k] == AVAILABLE))))
+                    released = z3.And(
+                        self.E("msg", lambda j: z3.And(t.status[j] == z3.If(mine(j), AVAILABLE, s.status[j]),
+                                                       t.pend[j] == z3.Or(s.pend[j], mine(j)),
+                                                       t.gcnt[j] == z3.And(s.gcnt[j], z3.Not(left(j))))),
+                        self.E("grp", lambda g: t.gown[g] == z3.If(z3.And(assigned, own1(g) == c + 1), 0, own1(g))),
+                        t.grs == z3.Or(s.grs, found, reset),
+                    )
                 pc = s.pc[c]
                 w["pc"] = self._set(s, "pc", c, z3.If(z3.Or(pc == IDLE, pc == START), IDLE, pc))
                 w["wake"] = self._set(w, "wake", c, False)
                 w["budget"] = spend(s)
                 if cfg.remove_hands_over:
-                    rest = z3.Or(z3.And(was, self.walk(t, w, x, self.cand_others(w, c))), z3.And(z3.Not(was), self._upd(t, w)))
+                    # reference: whatever the removed consumer's state; before issue 16 only if Notified
+                    hand = was if cfg.handover_only_if_notified else z3.BoolVal(True)
+                    rest = z3.Or(z3.And(hand, self.walk(t, w, x, self.cand_others(w, c))), z3.And(z3.Not(hand), self._upd(t, w)))
                 else:
                     rest = self._upd(t, w)
                 return z3.And(registered_env(s, c), released, rest)
@@ -667,8 +878,9 @@ class ConsumerListsEncoding(Encoding):
 
         def enqueue(held):
             def rel(s, t, j):
-                if held and not cfg.held:
+                if held and z3.is_false(self.sw("held")):
                     return z3.BoolVal(False)
+                guard = self.sw("held") if held else z3.BoolVal(True)
 
                 def body(j):
                     prev = z3.BoolVal(True) if _lit(j) == 0 else z3.Or(j == 0, s.status[j - 1] != UNARRIVED)
@@ -676,7 +888,7 @@ class ConsumerListsEncoding(Encoding):
                         w = self._w(s, status=self._set(s, "status", j, HELD))
                     else:
                         w = self._w(s, status=self._set(s, "status", j, AVAILABLE), pend=self._set(s, "pend", j, True))
-                    return z3.And(s.status[j] == UNARRIVED, prev, self._upd(t, w))
+                    return z3.And(guard, s.status[j] == UNARRIVED, prev, self._upd(t, w))
                 return self._case(j, "msg", body)
             return rel
 
@@ -691,14 +903,72 @@ class ConsumerListsEncoding(Encoding):
                 return z3.BoolVal(False)
 
             def body(j):
-                w = self._w(s, status=self._set(s, "status", j, AVAILABLE), pend=self._set(s, "pend", j, True), budget=spend(s))
-                return z3.And(s.status[j] >= ACQ, s.budget != 0, self._upd(t, w))
+                # only what was sent: the acquisition between the acquire and the send is the IO thread's
+                w = self._w(self.requeue(s, j), budget=spend(s))
+                return z3.And(s.status[j] >= ACQ, s.budget != 0, self.stealable(s, j), self._upd(t, w))
             return self._case(j, "msg", body)
 
         def idle(s, t):
             quiet = self.E("cons", lambda c: z3.And(
                 s.pc[c] == IDLE, z3.Not(z3.And(s.all[c], z3.Or(s.flag[c] != self.desired(s, c), s.wake[c])))))
-            return z3.And(quiet, self.E("msg", lambda j: z3.Not(s.pend[j])), self._upd(t, s))
+            owed = lambda j: z3.Or(s.pend[j], z3.And(s.dp[j], z3.Or(s.status[j] == AVAILABLE, self.stealable(s, j))))
+            return z3.And(quiet, z3.Not(s.grs), self.E("msg", lambda j: z3.Not(owed(j))), self._upd(t, s))
+
+        # -- the other actors (actors.py) --------------------------------------------------------
+        def dequeue(s, t, w, j, x):
+            """Taken by a non-consumer, dequeued, deleted; reference: notifyOtherConsumers(null)."""
+            was = s.status[j] >= ACQ
+            w = self.group_left(self._w(w, status=_store(w.status, j, DELETED)), j, was)
+            if cfg.delete_notifies:
+                return self.walk(t, w, x, self.cand_others(w, -1))
+            return self._upd(t, w)
+
+        def delete_entry(s, t, j, x):
+            if z3.is_false(self.sw("expiry")):
+                return z3.BoolVal(False)
+
+            def body(j):
+                st = s.status[j]
+                take = z3.Or(st == AVAILABLE, self.stealable(s, j))
+                wait = self._w(s, dp=self._set(s, "dp", j, True))
+                pre = z3.And(self.sw("expiry"), z3.Not(s.dp[j]), z3.Or(st == AVAILABLE, st == HELD, st >= ACQ))
+                return z3.And(pre, z3.Or(z3.And(take, dequeue(s, t, s, j, x)), z3.And(z3.Not(take), self._upd(t, wait))))
+            return self._case(j, "msg", body)
+
+        def delayed_acquisition(s, t, j, x):
+            if z3.is_false(self.sw("expiry")):
+                return z3.BoolVal(False)
+
+            def body(j):
+                pre = z3.And(s.dp[j], z3.Or(s.status[j] == AVAILABLE, self.stealable(s, j)))
+                return z3.And(pre, dequeue(s, t, self._w(s, dp=self._set(s, "dp", j, False)), j, x))
+            return self._case(j, "msg", body)
+
+        def reject(s, t, c, j):
+            if z3.is_false(self.sw("reject")):
+                return z3.BoolVal(False)
+
+            def body(c, j):
+                pre = z3.And(self.sw("reject"), s.budget != 0, s.status[j] == ACQ + c, s.all[c],
+                             z3.Or(s.pc[c] == IDLE, s.pc[c] == START))
+                w = self._w(s, rej=_store(s.rej, c, _store(s.rej[c], j, True)), budget=spend(s))
+                return z3.And(pre, self._upd(t, self.requeue(w, j)))
+            return self._case(c, "cons", lambda c: self._case(j, "msg", lambda j: body(c, j)))
+
+        def reset_groups(s, t):
+            """resetSubPointersForGroups: notifyConsumer on every registered acquiring consumer."""
+            if z3.is_false(self.sw("groups")):
+                return z3.BoolVal(False)
+            hit = lambda c: z3.And(self.acq(c), s.all[c], self.succ(s, c))
+            w = self._w(
+                s, grs=z3.BoolVal(False),
+                node=self._map("cons", s.node, lambda c: z3.If(hit(c), NOTIFIED, s.node[c])),
+                intr=self._map("cons", s.intr, lambda c: z3.And(s.intr[c], z3.Not(hit(c)))),
+                nt=self._map("cons", s.nt, lambda c: z3.Or(s.nt[c], hit(c))),
+                ni=self._map("cons", s.ni, lambda c: z3.And(s.ni[c], z3.Not(hit(c)))),
+                wake=self._map("cons", s.wake, lambda c: z3.Or(s.wake[c], hit(c))),
+            )
+            return z3.And(s.grs, self._upd(t, w))
 
         c_, d_, j_, x_, r_ = ("c", I), ("d", B), ("j", I), ("x", I), ("r", I)
 
@@ -730,6 +1000,10 @@ class ConsumerListsEncoding(Encoding):
             SymAction("unhold", [j_], fresh_cache(unhold)),
             SymAction("release", [j_], fresh_cache(release)),
             SymAction("idle", [], fresh_cache(idle)),
+            SymAction("delete_entry", [j_, x_], fresh_cache(delete_entry)),
+            SymAction("delayed_acquisition", [j_, x_], fresh_cache(delayed_acquisition)),
+            SymAction("reject", [c_, j_], fresh_cache(reject)),
+            SymAction("reset_sub_pointers_for_groups", [], fresh_cache(reset_groups)),
         ]
 
     # -- properties ---------------------------------------------------------------------------
@@ -751,13 +1025,54 @@ class ConsumerListsEncoding(Encoding):
             z3.Implies(self.acq(c), s.node[c] != NON_ACQUIRING),
             z3.Implies(z3.Not(self.acq(c)), z3.And(s.node[c] != INTERESTED, s.node[c] != NOTIFIED))))
 
+    def _held_grouped(self, s, j):
+        """Entry ``j`` has a group and a consumer holds it."""
+        has, g = self._grouped(j)
+        return z3.And(has, s.status[j] >= ACQ), g
+
+    def _one_holder(self, s):
+        def pair(i, j):
+            hi, gi = self._held_grouped(s, i)
+            hj, gj = self._held_grouped(s, j)
+            if gi is None or gj is None:
+                return z3.BoolVal(True)
+            return z3.Implies(z3.And(hi, hj, gi == gj), s.status[i] == s.status[j])
+        return self.E("msg", lambda i: self.E("msg", lambda j: pair(i, j)))
+
     def invariants(self):
         return {
             "lists-match-states": self._lists_match,
             "browsers-and-acquirers-keep-their-lists": self._kinds,
+            "group-held-by-one-consumer": self._one_holder,
             # an always-step property, as a state invariant over the history ghost (for BMC)
             "acquired-at-most-once": lambda s: z3.Not(s.bad),
         }
+
+    def properties_to_prove(self, model):
+        """Every ``always`` property of the model, and the ones the other actors' configurations add
+        (the switches are symbolic in the proof: one proof covers the actors on and off)."""
+        from conq.model.kernel import Kind
+        from .model import ConsumerListsModel
+
+        names = {p.name for p in model.property_list() if p.kind is Kind.ALWAYS}
+        extra = ConsumerListsModel(ConsumerListsModel.configs()["all-actors"]).property_list()
+        return list(model.property_list()) + [p for p in extra if p.kind is Kind.ALWAYS and p.name not in names]
+
+    def _grouped_held_by_owner(self, s):
+        def one(j):
+            held, g = self._held_grouped(s, j)
+            if g is None:
+                return z3.BoolVal(True)
+            return z3.Implies(held, z3.And(s.gown[g] == s.status[j] - ACQ + 1, s.all[s.status[j] - ACQ]))
+        return self.E("msg", one)
+
+    def _shared_held_counted(self, s):
+        def one(j):
+            held, g = self._held_grouped(s, j)
+            if g is None:
+                return z3.BoolVal(True)
+            return z3.Implies(z3.And(self.sw("shared"), held), s.gcnt[j])
+        return self.E("msg", one)
 
     def auxiliaries(self):
         return [
@@ -765,6 +1080,12 @@ class ConsumerListsEncoding(Encoding):
                 "every consumer in an Interested list has a rank below the next rank to hand out (so appending puts a "
                 "consumer strictly behind every member: the lists' order is a strict order)",
                 lambda s: self.E("cons", lambda c: z3.Implies(s.intr[c], s.pos[c] < s.clock))),
+            Aux("grouped-entry-held-by-its-owner",
+                "a consumer holding an entry that has a group is registered and is that group's consumer",
+                self._grouped_held_by_owner),
+            Aux("shared-group-counts-its-held-entries",
+                "shared groups: an entry a consumer holds was counted by its group (Group.add)",
+                self._shared_held_counted),
         ]
 
     def well_formed(self, s):
@@ -772,8 +1093,11 @@ class ConsumerListsEncoding(Encoding):
         base = [k.N >= 0, k.M >= 0]
         if self.bound is not None:
             return z3.And(base)
-        return z3.And(base + [k.initc >= 0, k.maxc >= k.initc, 0 <= k.nreas, k.nreas <= len(REASONS), k.eb >= -1,
-                              self.E("cons", lambda c: z3.And(ABSENT <= s.node[c], s.node[c] <= REMOVED))])
+        return z3.And(base + [
+            k.initc >= 0, k.maxc >= k.initc, 0 <= k.nreas, k.nreas <= len(REASONS), k.eb >= -1, k.NG >= 0,
+            z3.Implies(k.shared, k.groups),
+            self.E("msg", lambda j: z3.And(z3.Implies(z3.Not(k.groups), k.grp[j] == -1), -1 <= k.grp[j], k.grp[j] < k.NG)),
+            self.E("cons", lambda c: z3.And(ABSENT <= s.node[c], s.node[c] <= REMOVED))])
 
     # -- concrete instances -------------------------------------------------------------------
     def bounded(self, s, model):
@@ -782,6 +1106,9 @@ class ConsumerListsEncoding(Encoding):
               k.nreas == c.reasons, k.eb == c.env_budget]
         for i in range(model.n):
             cs += [k.prio[i] == model.prio[i], k.acq[i] == model.acq[i], k.lvl[i] == model.lvl[i]]
+        cs += [k.held == c.held, k.expiry == c.expiry, k.reject == c.reject, k.groups == bool(c.groups),
+               k.shared == (bool(c.groups) and c.group_policy is GroupPolicy.SHARED), k.NG == model.G]
+        cs += [k.grp[j] == model.grp[j] for j in range(model.m)]
         return z3.And(cs)
 
     def encode(self, s, state, model):
@@ -808,6 +1135,16 @@ class ConsumerListsEncoding(Encoding):
             if c in members:
                 cs.append(s.ilvl[c] == members[c])
         cs.append(s.budget == state[model.BUD])
+        # the other actors' fields (absent from the state: their defaults)
+        rej = [state[model.REJ + j] if model.REJ is not None else 0 for j in range(m)]
+        dp = state[model.DP] if model.DP is not None else 0
+        gcnt = state[model.GCNT] if model.GCNT is not None else 0
+        for j in range(m):
+            cs += [s.rej[c][j] == bool((rej[j] >> c) & 1) for c in range(n)]
+            cs += [s.dp[j] == bool((dp >> j) & 1), s.gcnt[j] == bool((gcnt >> j) & 1)]
+        for g in range(model.G):
+            cs.append(s.gown[g] == state[model.GOWN + g])
+        cs.append(s.grs == bool(state[model.GRS]) if model.GRS is not None else z3.Not(s.grs))
         return z3.And(cs)
 
     def decode(self, mdl, s, model):
@@ -827,6 +1164,14 @@ class ConsumerListsEncoding(Encoding):
             mem = [c for c in range(n) if bv(s.intr[c]) and iv(s.ilvl[c]) == lv]
             out.append(tuple(sorted(mem, key=lambda c: iv(s.pos[c]))))
         out.append(iv(s.budget))
+        if model.REJ is not None:
+            out += [sum(1 << c for c in range(n) if bv(s.rej[c][j])) for j in range(m)]
+        if model.DP is not None:
+            out.append(sum(1 << j for j in range(m) if bv(s.dp[j])))
+        if model.G:
+            out += [iv(s.gown[g]) for g in range(model.G)]
+            out.append(sum(1 << j for j in range(m) if bv(s.gcnt[j])))
+            out.append(int(bv(s.grs)))
         return tuple(out)
 
     def action_args(self, action, model):
@@ -839,6 +1184,8 @@ class ConsumerListsEncoding(Encoding):
         if name == "find_next_available":
             return name, [z3.IntVal(action[1]), free("j")]
         if name in ("no_message", "remove_consumer"):
+            return name, [z3.IntVal(action[1]), free("x")]
+        if name in ("delete_entry", "delayed_acquisition"):
             return name, [z3.IntVal(action[1]), free("x")]
         if name == "notify_consumers":
             return name, [z3.IntVal(action[1]), free("x")]
@@ -857,8 +1204,10 @@ class ConsumerListsEncoding(Encoding):
             out += [("add_consumer", c), ("remove_consumer", c), ("credit", c)]
             out += [(a, c, r) for a in ("suspend", "resume") for r in REASONS]
         for j in range(m):
-            out += [(a, j) for a in ("notify_consumers", "enqueue", "enqueue_held", "unhold", "release")]
-        return out + [("idle",)]
+            out += [(a, j) for a in ("notify_consumers", "enqueue", "enqueue_held", "unhold", "release",
+                                     "delete_entry", "delayed_acquisition")]
+            out += [("reject", c, j) for c in range(n)]
+        return out + [("idle",), ("reset_sub_pointers_for_groups",)]
 
     def readable(self, mdl, s):
         k = self.k
@@ -875,9 +1224,15 @@ class ConsumerListsEncoding(Encoding):
             if bv(s.intr[c]):
                 d["interested_at"] = [iv(s.ilvl[c]), iv(s.pos[c])]
             cons.append(d)
+        G = max(0, min(iv(k.NG), 4))
         return {
-            "sizes": {"consumers": iv(k.N), "messages": iv(k.M)},
+            "sizes": {"consumers": iv(k.N), "messages": iv(k.M), "groups": iv(k.NG)},
+            "actors": {f: bv(getattr(k, f)) for f in ("held", "expiry", "reject", "groups", "shared")},
             "consumers": cons,
-            "messages": [{"status": iv(s.status[j]), "notify_owed": bv(s.pend[j])} for j in range(M)],
+            "messages": [{"status": iv(s.status[j]), "notify_owed": bv(s.pend[j]), "group": iv(k.grp[j]),
+                          "delete_waiting": bv(s.dp[j]), "counted": bv(s.gcnt[j]),
+                          "rejected_by": [c for c in range(N) if bv(s.rej[c][j])]} for j in range(M)],
+            "group_owners": [iv(s.gown[g]) - 1 for g in range(G)],
+            "group_reset_owed": bv(s.grs),
             "budget": iv(s.budget), "clock": iv(s.clock),
         }

@@ -14,6 +14,8 @@ path that reaches it, and the liveness verdicts.
 
 from __future__ import annotations
 
+import os
+import threading
 import time
 from array import array
 from dataclasses import dataclass, field
@@ -27,7 +29,9 @@ class Verdict:
     """The outcome of one property on one run of the explorer."""
 
     prop: Property
-    status: str  # "holds" | "violated" | "vacuous" | "witnessed" | "unreached" | "skipped"
+    #: "holds" | "violated" | "vacuous" | "witnessed" | "unreached" | "skipped" | "unknown" (a
+    #: witness or state not reached by a search that was cut short: no verdict)
+    status: str
     path: Path | None = None  # counterexample (violated) or witness (holds/witnessed)
     cycle: Path | None = None  # liveness: the repeated part of the lasso
     detail: str = ""
@@ -134,15 +138,160 @@ def _path_json(model: Model, path: Path) -> dict[str, Any]:
     }
 
 
+# -- resource guards -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SearchProgress:
+    """What a progress callback is told, about twice a second, from the exploring thread."""
+
+    states: int
+    transitions: int
+    depth: int
+    seconds: float
+    rss_bytes: int | None  # resident memory of this process (None: unknown on this platform)
+
+
+class GuardInterrupt(BaseException):
+    """Raised into the exploring thread when a limit was exceeded and the search did not
+    stop at a state boundary within the grace period: one call into the model (its initial
+    states, one state's successors, a property) or the liveness analysis ran on.  A
+    BaseException, so that a model's ``except Exception`` cannot swallow it; it never
+    leaves :func:`explore`."""
+
+
+try:
+    _PAGE = os.sysconf("SC_PAGE_SIZE")
+except (AttributeError, ValueError, OSError):  # pragma: no cover - not POSIX
+    _PAGE = 4096
+
+
+def rss_bytes() -> int | None:
+    """Resident memory of this process now (``/proc/self/statm``), or the peak where
+    ``/proc`` is missing; None when neither can be read."""
+    try:
+        with open("/proc/self/statm", "rb") as f:
+            return int(f.read().split()[1]) * _PAGE
+    except (OSError, ValueError, IndexError):
+        pass
+    try:  # pragma: no cover - not Linux
+        import resource
+        import sys
+
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        return peak if sys.platform == "darwin" else peak * 1024
+    except (ImportError, OSError, ValueError):  # pragma: no cover
+        return None
+
+
+def _async_raise(tid: int, exc: type[BaseException]) -> bool:
+    """Raise ``exc`` in thread ``tid`` at its next check of the eval loop.  (Never withdrawn:
+    on CPython 3.11 withdrawing leaves the interpreter's eval-breaker flag set for good.)"""
+    try:
+        import ctypes
+
+        return ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(tid), ctypes.py_object(exc)) == 1
+    except (ImportError, AttributeError, OSError):  # pragma: no cover - not CPython: cooperative stops only
+        return False
+
+
+class _Watch:
+    """Watches the clock and this process's memory from a thread of its own, so the search
+    loop pays nothing for its limits: the loop only tests whether ``box`` is non-empty once
+    per state.  The watch appends to ``box`` when a limit is exceeded (``stop_reason`` says
+    which) and for each progress tick.  When a stop is not taken up within ``grace``
+    seconds (a single model call or the liveness analysis running on), it raises
+    :class:`GuardInterrupt` into the exploring thread, while that thread is *armed*."""
+
+    INTERVAL = 0.05
+
+    def __init__(self, box: list, t0: float, max_seconds: float | None, max_memory_mb: float | None,
+                 tick: float | None, grace: float = 1.0):
+        self.box = box
+        self.max_seconds = max_seconds
+        self.max_memory_mb = max_memory_mb
+        self.deadline = None if max_seconds is None else t0 + max_seconds
+        self.max_rss = None if max_memory_mb is None else int(max_memory_mb * 2**20)
+        self.tick = tick
+        self.grace = grace
+        self.stop_reason = ""
+        self._stop_since = 0.0
+        self.last_rss: int | None = None
+        self.armed = False
+        self.interrupted = False  # GuardInterrupt was raised into the exploring thread
+        self.delivered = False  # ... and has arrived (caught)
+        self._tid = threading.get_ident()
+        self._lock = threading.Lock()
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="conq-explore-watch", daemon=True)
+
+    def start(self) -> "_Watch":
+        self._check(time.perf_counter())  # a limit already exceeded stops the search before it starts
+        self._thread.start()
+        return self
+
+    def _check(self, now: float) -> None:
+        rss = rss_bytes() if (self.max_rss is not None or self.tick) else None
+        self.last_rss = rss
+        if self.stop_reason:
+            return
+        reason = ""
+        if self.deadline is not None and now >= self.deadline:
+            reason = f"time bound {self.max_seconds}s reached"
+        elif self.max_rss is not None and rss is not None and rss > self.max_rss:
+            reason = f"memory bound {self.max_memory_mb:g} MB reached (resident {rss / 2**20:,.0f} MB)"
+        if reason:
+            self.stop_reason = reason
+            self._stop_since = now
+            self.box.append(1)
+
+    def _run(self) -> None:
+        next_tick = time.perf_counter() + (self.tick or 0.0)
+        while not self._done.wait(self.INTERVAL):
+            now = time.perf_counter()
+            self._check(now)
+            if self.stop_reason and now - self._stop_since >= self.grace:
+                with self._lock:
+                    if self.armed and not self.interrupted:
+                        self.interrupted = _async_raise(self._tid, GuardInterrupt)
+            if self.tick and now >= next_tick:
+                next_tick = now + self.tick
+                self.box.append(1)
+
+    def arm(self) -> None:
+        self.armed = True
+
+    def disarm(self) -> None:
+        """No interrupt after this returns: one raised but not yet arrived is waited for
+        (it arrives within a few bytecodes) and caught here."""
+        try:
+            with self._lock:
+                self.armed = False
+                owed = self.interrupted and not self.delivered
+            if owed:
+                give_up = time.perf_counter() + 5.0
+                while time.perf_counter() < give_up:
+                    pass
+        except GuardInterrupt:
+            self.delivered = True
+
+    def close(self) -> None:
+        self._done.set()
+        self._thread.join()
+        self.disarm()
+
+
 def explore(
     model: Model,
     *,
     max_states: int | None = None,
     max_seconds: float | None = None,
+    max_memory_mb: float | None = None,
     symmetry: bool = False,
     liveness: bool = True,
     keep_edges: bool | None = None,
-    progress: Callable[[int, int, int], None] | None = None,
+    progress: Callable[[SearchProgress], None] | None = None,
+    progress_interval: float = 0.5,
 ) -> Exploration:
     """Explore every reachable state of ``model`` (breadth first).
 
@@ -151,7 +300,27 @@ def explore(
     classes name individual processes and are not preserved by the quotient.
     ``keep_edges`` (default: when liveness is checked) keeps the transition
     list for graph analyses.
+
+    Limits: ``max_states`` (distinct states), ``max_seconds`` (search and
+    liveness analysis together) and ``max_memory_mb`` (resident memory of the
+    process).  Hitting one ends the run *incomplete* (``complete`` False,
+    ``stop_reason`` says which): never a verdict.  Time and memory are watched
+    from a thread of their own (:class:`_Watch`), so they are enforced inside
+    long model calls too, not only between states.  ``progress`` is called
+    from this thread every ``progress_interval`` seconds of the search.
     """
+    box: list = []
+    watch = None
+    if max_seconds is not None or max_memory_mb is not None or progress is not None:
+        watch = _Watch(box, time.perf_counter(), max_seconds, max_memory_mb, progress_interval if progress else None).start()
+    try:
+        return _explore(model, max_states, symmetry, liveness, keep_edges, progress, box, watch)
+    finally:
+        if watch is not None:
+            watch.close()
+
+
+def _explore(model: Model, max_states, symmetry, liveness, keep_edges, progress, box: list, watch: _Watch | None) -> Exploration:
     props = model.property_list()
     inv = [p for p in props if p.kind is Kind.ALWAYS]
     inv_step = [p for p in props if p.kind is Kind.ALWAYS_STEP]
@@ -202,19 +371,12 @@ def explore(
                     live_triggers.remove(item)
         return idx
 
-    for s in model.init_states():
-        key = canon(s) if canon else s
-        if key not in index:
-            admit(key, -1, -1)
-
     successors = model.successors
-    depth_marks = [0, len(states)]  # BFS level boundaries
+    depth_marks = [0, 0]  # BFS level boundaries
     complete = True
     stop_reason = ""
     transitions = 0
     i = 0
-    deadline = None if max_seconds is None else t0 + max_seconds
-    next_progress = 50_000
     index_get = index.get
 
     def intern(label: tuple) -> int:
@@ -235,44 +397,88 @@ def explore(
             found = step_for[name] = tuple(p for p in step_props if p.applies_to(name))
         return found
 
-    while i < len(states):
-        if i == depth_marks[-1]:
-            depth_marks.append(len(states))
-        s = states[i]
-        for a, o, t in successors(s):
-            transitions += 1
-            key = canon(t) if canon else t
-            j = index_get(key)
-            lab = -1
-            if j is None:
-                if max_states is not None and len(states) >= max_states:
-                    complete = False
-                    stop_reason = f"state bound {max_states} reached"
-                    break
-                lab = intern((a, o))
-                j = admit(key, i, lab)
-            if step_props:
-                for p in step_checks(a[0]):
-                    if p.name not in violated_step and not p.check(s, a, o, t):
-                        violated_step[p.name] = (i, intern((a, o)), j)
-                    if p.name not in witnessed_step and p.witness(s, a, o, t):
-                        witnessed_step[p.name] = (i, intern((a, o)), j)
-            if keep_edges:
-                if lab < 0:
+    finished = interrupted = False
+    if watch is not None:
+        watch.arm()
+    try:
+        for s in model.init_states():
+            key = canon(s) if canon else s
+            if key not in index:
+                admit(key, -1, -1)
+            if box and watch.stop_reason:
+                complete = False
+                stop_reason = watch.stop_reason
+                break
+        depth_marks[1] = len(states)
+        while complete and i < len(states):
+            if i == depth_marks[-1]:
+                depth_marks.append(len(states))
+            s = states[i]
+            for a, o, t in successors(s):
+                transitions += 1
+                key = canon(t) if canon else t
+                j = index_get(key)
+                lab = -1
+                if j is None:
+                    if max_states is not None and len(states) >= max_states:
+                        complete = False
+                        stop_reason = f"state bound {max_states} reached"
+                        break
                     lab = intern((a, o))
-                edges.append(i)
-                edges.append(j)
-                edges.append(lab)
-        if not complete:
-            break
-        i += 1
-        if deadline is not None and (i & 1023) == 0 and time.perf_counter() > deadline:
-            complete = False
-            stop_reason = f"time bound {max_seconds}s reached"
-            break
-        if progress is not None and len(states) >= next_progress:
-            progress(len(states), transitions, len(depth_marks) - 2)
-            next_progress += 50_000
+                    j = admit(key, i, lab)
+                if step_props:
+                    for p in step_checks(a[0]):
+                        if p.name not in violated_step and not p.check(s, a, o, t):
+                            violated_step[p.name] = (i, intern((a, o)), j)
+                        if p.name not in witnessed_step and p.witness(s, a, o, t):
+                            witnessed_step[p.name] = (i, intern((a, o)), j)
+                if keep_edges:
+                    if lab < 0:
+                        lab = intern((a, o))
+                    edges.append(i)
+                    edges.append(j)
+                    edges.append(lab)
+            if not complete:
+                break
+            i += 1
+            if box:  # the watch has something to say: a limit, or a progress tick
+                box.clear()
+                if watch.stop_reason:
+                    complete = False
+                    stop_reason = watch.stop_reason
+                    break
+                if progress is not None:
+                    watch.disarm()
+                    progress(SearchProgress(len(states), transitions, len(depth_marks) - 2,
+                                            time.perf_counter() - t0, watch.last_rss))
+                    watch.arm()
+        finished = True
+        if watch is not None:
+            watch.disarm()
+    except GuardInterrupt:
+        interrupted = watch.delivered = True
+        watch.disarm()
+    if watch is not None and watch.stop_reason and not finished:
+        complete = False
+        stop_reason = watch.stop_reason
+    if interrupted and not finished:
+        # The interrupt may have landed anywhere in the loop: keep what is consistent.
+        n = min(len(states), len(parent), len(via))
+        del states[n:]
+        del parent[n:]
+        del via[n:]
+        for d in (violated, witnessed):
+            for name in [k for k, idx in d.items() if idx >= n]:
+                del d[name]
+        for d in (violated_step, witnessed_step):
+            for name in [k for k, (src, _lab, dst) in d.items() if src >= n or dst >= n]:
+                del d[name]
+        del edges[len(edges) - len(edges) % 3:]
+        while edges and (edges[-3] >= n or edges[-2] >= n):
+            del edges[-3:]
+        depth_marks = [m for m in depth_marks if m <= n] or [0]
+        while len(depth_marks) < 2:
+            depth_marks.append(n)
     depth = len(depth_marks) - 2
     t1 = time.perf_counter()
 
@@ -291,6 +497,12 @@ def explore(
             targets.append(states[extra[2]])
         return _concretise(model, states[chain[0]], labs, canon, targets)
 
+    def not_found(p: Property, status: str, detail: str) -> Verdict:
+        if complete:
+            return Verdict(p, status, detail=detail)
+        # a search cut short proves nothing by what it did not reach
+        return Verdict(p, "unknown", detail=f"not reached before the search was cut short ({stop_reason})")
+
     verdicts: list[Verdict] = []
     for p in props:
         if p.kind is Kind.ALWAYS:
@@ -299,7 +511,7 @@ def explore(
             elif p.name in witnessed:
                 verdicts.append(Verdict(p, "holds", concrete(path_to(witnessed[p.name]))))
             else:
-                verdicts.append(Verdict(p, "vacuous", detail="its witness was never reached"))
+                verdicts.append(not_found(p, "vacuous", "its witness was never reached"))
         elif p.kind is Kind.ALWAYS_STEP:
             if p.name in violated_step:
                 src, lab, dst = violated_step[p.name]
@@ -308,12 +520,12 @@ def explore(
                 src, lab, dst = witnessed_step[p.name]
                 verdicts.append(Verdict(p, "holds", concrete(path_to(src), (src, lab, dst))))
             else:
-                verdicts.append(Verdict(p, "vacuous", detail="its witness was never reached"))
+                verdicts.append(not_found(p, "vacuous", "its witness was never reached"))
         elif p.kind is Kind.SOMETIMES:
             if p.name in witnessed:
                 verdicts.append(Verdict(p, "witnessed", concrete(path_to(witnessed[p.name]))))
             else:
-                verdicts.append(Verdict(p, "unreached", detail="no reachable state satisfies it"))
+                verdicts.append(not_found(p, "unreached", "no reachable state satisfies it"))
     ex = Exploration(
         model=model,
         states=len(states),
@@ -335,12 +547,27 @@ def explore(
             ex.verdicts.append(
                 Verdict(p, "skipped", detail="liveness not checked (symmetry reduction or --no-liveness)")
             )
-        elif not complete:
-            ex.verdicts.append(Verdict(p, "skipped", detail="the search was cut short: " + stop_reason))
+        elif not ex.complete:
+            ex.verdicts.append(Verdict(p, "skipped", detail="the search was cut short: " + ex.stop_reason))
         elif p.name not in witnessed:
             ex.verdicts.append(Verdict(p, "vacuous", detail="no reachable state satisfies its trigger"))
-        else:
+        elif watch is None:
             ex.verdicts.append(_check_leads_to(ex, p, via, path_to))
+        else:
+            v = None
+            if not watch.stop_reason:
+                try:
+                    watch.arm()
+                    v = _check_leads_to(ex, p, via, path_to)
+                    watch.disarm()
+                except GuardInterrupt:
+                    watch.delivered = True
+                    watch.disarm()
+            if v is None:  # a limit was hit during the analysis
+                ex.complete = False
+                ex.stop_reason = f"{watch.stop_reason or 'interrupted'} (in the liveness analysis)"
+                v = Verdict(p, "skipped", detail="the analysis was cut short: " + ex.stop_reason)
+            ex.verdicts.append(v)
     ex.analysis_seconds = time.perf_counter() - t1
     return ex
 

@@ -37,21 +37,50 @@ def load_object(target: str) -> Any:
     if mod_name.endswith(".py"):
         path = Path(mod_name)
         if not path.is_file():
-            raise ModelError(f"file not found: {path}")
+            raise ModelError(f"file not found: {path}" if not path.exists() else f"not a file: {path}")
         spec = importlib.util.spec_from_file_location(f"conq_user_{path.stem}", path)
-        assert spec and spec.loader
+        if spec is None or spec.loader is None:
+            raise ModelError(f"{path}: cannot be loaded as a Python module")
         module = importlib.util.module_from_spec(spec)
         sys.modules[spec.name] = module
-        spec.loader.exec_module(module)
+        try:
+            spec.loader.exec_module(module)
+        except Exception as e:  # the user's file: any failure is bad input, reported where it happened
+            sys.modules.pop(spec.name, None)
+            raise ModelError(f"{_where(e, path)}: cannot load {path}: {type(e).__name__}: {_message(e)}") from None
     else:
         try:
             module = importlib.import_module(mod_name)
         except ImportError as e:
             raise ModelError(f"cannot import module '{mod_name}': {e}") from None
+        except Exception as e:  # a module that fails while it is imported (syntax error, its own import-time error)
+            raise ModelError(f"cannot import module '{mod_name}': {_where(e, None)}: {type(e).__name__}: {_message(e)}") from None
     try:
         return getattr(module, obj_name)
     except AttributeError:
         raise ModelError(f"{mod_name} has no {obj_name}") from None
+
+
+def _message(e: BaseException) -> str:
+    if isinstance(e, SyntaxError):
+        return e.msg or "invalid syntax"
+    return str(e) or type(e).__name__
+
+
+def _where(e: BaseException, path: Path | None) -> str:
+    """FILE:LINE of a load failure: the syntax error's own position, else the deepest frame
+    in the loaded file (or, for a module, the deepest frame of the traceback)."""
+    if isinstance(e, SyntaxError) and e.filename:
+        return f"{e.filename}:{e.lineno}" if e.lineno else e.filename
+    tb = e.__traceback__
+    where = str(path) if path is not None else "?"
+    target = str(path.resolve()) if path is not None else None
+    while tb is not None:
+        fname = tb.tb_frame.f_code.co_filename
+        if target is None or fname == target or fname == str(path):
+            where = f"{fname}:{tb.tb_lineno}"
+        tb = tb.tb_next
+    return where
 
 
 def model_class(name: str) -> type[Model]:

@@ -110,6 +110,13 @@ class Encoding:
     def auxiliaries(self) -> list[Aux]:
         return []
 
+    def properties_to_prove(self, model: Model) -> list[Any]:
+        """The properties :func:`prove_all` looks at (it proves the ``always`` ones): the model's,
+        by default.  An encoding whose switches are symbolic (one proof covering configurations
+        with a feature on and off) may add the ``always`` properties those other configurations
+        have."""
+        return list(model.property_list())
+
     def well_formed(self, s: Any) -> z3.BoolRef:
         """Type constraints every state satisfies (ranges of encoded enums)."""
         return z3.BoolVal(True)
@@ -262,7 +269,7 @@ def prove_all(enc: Encoding, model: Model, *, only: str | None = None, timeout_m
     from conq.model.kernel import Kind
 
     results = []
-    for p in model.property_list():
+    for p in enc.properties_to_prove(model):
         if p.kind is not Kind.ALWAYS or (only is not None and p.name != only):
             continue
         if p.name in enc.bounded_only and p.name not in enc.invariants():

@@ -17,27 +17,66 @@ def _only(**kw: Any) -> OCConfig:
     return OCConfig(**roles, **rest)
 
 
+#: the broker as seed 001's flows assume it: invisible time never runs out while the client holds a
+#: message, every answer is OK or a plain retriable error, no rebalance, FIFO re-consumption at once,
+#: no server gate.  The mutants and the variants about other rules run against it, so that their
+#: counterexamples show their own fault and nothing else.
+SEED_BROKER = dict(expiry_while_held=False, server_faults=False, rebalance=False, retry_delay=False, server_gate=False)
+
+
+def _seed(**kw: Any) -> OCConfig:
+    return _only(**{**SEED_BROKER, **kw})
+
+
+#: each variant of a seed rule switches on only the broker behaviour its counterexample needs
+_EXPIRY = dict(SEED_BROKER, expiry_while_held=True, server_gate=True)
+
+
 _CONFIGS: dict[str, tuple[OCConfig, str]] = {
-    "reference": (OCConfig(), "all four roles as the seed describes them (disjoint union; the reference)"),
+    "reference": (OCConfig(), "all four roles, reference rules, against every answer and event of the broker "
+                              "(disjoint union; the reference)"),
     "producer": (_only(producer=True), "producer only, seed rules"),
-    "push-standard": (_only(push_standard=True), "push consumer, standard mode, seed rules"),
-    "push-fifo": (_only(push_fifo=True), "push consumer, FIFO mode with the seed's dispatcher lock"),
-    "simple": (_only(simple=True), "simple consumer, seed rules"),
+    "push-standard": (_only(push_standard=True), "push consumer, standard mode, against the full broker"),
+    "push-fifo": (_only(push_fifo=True), "push consumer, FIFO mode: the seed's dispatcher lock, the server gate, "
+                                         "a rejected settle given up and its outcome remembered; full broker"),
+    "simple": (_only(simple=True), "simple consumer, seed rules, against the full broker"),
     "producer-upstream": (
         _only(producer=True, txn_retries=True),
         "upstream since 2024: transactional sends retried (violates txn-single-attempt)",
     ),
     "push-standard-upstream": (
-        _only(push_standard=True, erase_after_settle=True, settle_retry=True),
-        "upstream standard mode: settle retried until OK, erased from the cache only once settled",
+        _only(push_standard=True, erase_after_settle=True, settle_retry=True, rebalance=False),
+        "upstream standard mode: settle retried until OK or a non-retriable answer, erased from the cache only "
+        "once settled; full broker but no rebalance",
     ),
     "push-fifo-upstream": (
-        _only(push_fifo=True, client_lock=False, server_gate=True),
-        "upstream FIFO: no dispatcher lock, the server withholds the next message until settled",
+        _only(push_fifo=True, client_lock=False, **{**SEED_BROKER, "server_gate": True, "server_faults": True}),
+        "upstream FIFO: no dispatcher lock, the server withholds the next message until settled; seed broker "
+        "with the server's faults (a lost ack answer lets the next message start while the ack is repeated)",
+    ),
+    "push-fifo-settle-until-success": (
+        _only(push_fifo=True, settle_until_success=True, **_EXPIRY),
+        "seed FIFO steps 6 and 8 literally: ack / DLQ repeated until success even after INVALID_RECEIPT_HANDLE "
+        "(the process queue stays locked for ever); invisible time may run out",
+    ),
+    "push-fifo-lock-only": (
+        _only(push_fifo=True, **{**_EXPIRY, "server_gate": False}),
+        "seed FIFO order by the dispatcher lock alone, no server gate: after a rejected settle the next message "
+        "is consumed before the earlier one is settled; invisible time may run out",
+    ),
+    "push-fifo-no-memo": (
+        _only(push_fifo=True, remember_outcome=False, msg_queue=(0,), msg_size=(1,), **_EXPIRY),
+        "a rejected settle given up and the redelivery consumed again (no remembered outcome): one consumption "
+        "too many; one message, invisible time may run out",
+    ),
+    "push-fifo-memo-per-queue": (
+        _only(push_fifo=True, memo_survives_drop=False, msg_queue=(0,), msg_size=(1,), **{**_EXPIRY, "rebalance": True}),
+        "the remembered outcome kept in the process queue and lost when a rebalance drops it: the redelivery to "
+        "the queue's new process queue is consumed again; one message, invisible time may run out, rebalance",
     ),
     "push-fifo-dlq-exceeds": (
-        _only(push_fifo=True, dlq_when_exceeds=True),
-        "seed read literally: DLQ only once the count exceeds the maximum (one consumption too many)",
+        _seed(push_fifo=True, dlq_when_exceeds=True),
+        "seed read literally: DLQ only once the count exceeds the maximum (one consumption too many); seed broker",
     ),
     "mutant-producer-ignore-backoff": (
         _only(producer=True, ignore_backoff=True),
@@ -52,24 +91,24 @@ _CONFIGS: dict[str, tuple[OCConfig, str]] = {
         "fault: message type not checked before sending",
     ),
     "mutant-push-ignore-bytes": (
-        _only(push_standard=True, ignore_bytes=True),
-        "fault: the receive loop ignores the byte threshold",
+        _seed(push_standard=True, ignore_bytes=True),
+        "fault: the receive loop ignores the byte threshold; seed broker",
     ),
     "mutant-fifo-no-lock": (
-        _only(push_fifo=True, client_lock=False),
-        "fault: FIFO without the seed's lock and without the upstream server gate",
+        _seed(push_fifo=True, client_lock=False),
+        "fault: FIFO without the seed's lock and without the upstream server gate; seed broker",
     ),
     "mutant-fifo-unlock-no-signal": (
-        _only(push_fifo=True, unlock_signals=False),
-        "fault: unlocking does not signal the dispatcher (a lost wake-up)",
+        _seed(push_fifo=True, unlock_signals=False),
+        "fault: unlocking does not signal the dispatcher (a lost wake-up); seed broker",
     ),
     "mutant-standard-client-dlq": (
-        _only(push_standard=True, standard_client_dlq=True),
-        "fault: standard mode dead-letters on the client",
+        _seed(push_standard=True, standard_client_dlq=True),
+        "fault: standard mode dead-letters on the client; seed broker",
     ),
     "mutant-simple-retry": (
-        _only(simple=True, simple_retry=True, simple_threads=1),
-        "fault: the simple consumer retries a failed request internally (one application thread)",
+        _seed(simple=True, simple_retry=True, simple_threads=1),
+        "fault: the simple consumer retries a failed request internally (one application thread); seed broker",
     ),
 }
 

@@ -47,9 +47,7 @@ deliberate faults (mutants) that show the properties can fail.
 
 from __future__ import annotations
 
-from typing import Any
-
-from conq.model.kernel import Model
+from conq.model.kernel import Model, int_range
 
 from .state import (
     CLI_NAMES,
@@ -57,11 +55,20 @@ from .state import (
     C_CACHED,
     C_CIDING,
     C_CONSUMING,
+    C_DELAY,
     C_DLQING,
     C_NONE,
     FIFO,
     FIFO_MSG,
+    HELD_NAMES,
+    H_NONE,
+    H_STALE,
+    H_VALID,
+    MEMO_NAMES,
     MTYPES,
+    M_ACK,
+    M_DLQ,
+    M_NONE,
     NORMAL,
     OCConfig,
     OP_ACK,
@@ -81,6 +88,7 @@ from .state import (
     R_FAILED,
     R_NONE,
     R_OK,
+    SETTLED,
     SIMPLE,
     SRV_NAMES,
     STANDARD,
@@ -113,14 +121,59 @@ class OrderedConsumptionModel(Model):
     def describe_configs(cls):
         return descriptions()
 
+    #: producer, push consumer and simple consumer steps; m a message, p a process queue,
+    #: th an application thread
+    ACTIONS = {
+        "fetch_route": (), "pick": (), "send": ("queue",), "tick": (), "retry": (),
+        "receive": ("p",), "take": ("p",), "dispatch": ("p",), "consume": ("m",), "ack": ("m",),
+        "change_invisible": ("m",), "forward_to_dlq": ("m",), "abandon": ("m",), "expire": ("m",), "unlock": ("p",),
+        "next_attempt_delay": ("m",), "drop_process_queue": ("p",), "create_process_queue": ("p",),
+        "call_receive": ("th",), "call_ack": ("th", "m"), "call_change_invisible": ("th", "m"), "rpc": ("th",),
+    }
+
+    @classmethod
+    def validate_config(cls, config):
+        problems = super().validate_config(config)
+        bad = {p.partition(":")[0] for p in problems}
+        c = config
+        if not bad & {"producer", "push_standard", "push_fifo", "simple"} and not any(
+                (c.producer, c.push_standard, c.push_fifo, c.simple)):
+            problems.append("producer: at least one role (producer, push_standard, push_fifo, simple) must be enabled")
+        int_range(problems, c, "queues", 1)
+        int_range(problems, c, "max_send_attempts", 1)
+        int_range(problems, c, "cache_messages", 1)
+        int_range(problems, c, "cache_bytes", 1)
+        int_range(problems, c, "server_batch", 1)
+        int_range(problems, c, "max_attempts", 1)
+        int_range(problems, c, "simple_threads", 1)
+        if "backoffs" not in bad:
+            if not c.backoffs:
+                problems.append("backoffs: must name at least one back-off (ticks)")
+            for b in c.backoffs:
+                if isinstance(b, bool) or not isinstance(b, int) or b < 1:
+                    problems.append(f"backoffs: every back-off is a whole number of ticks >= 1, got {b!r}")
+                    break
+        queues_ok = "queues" not in bad and c.queues >= 1
+        if "msg_queue" not in bad:
+            if not c.msg_queue:
+                problems.append("msg_queue: must name the queue of at least one message")
+            for q in c.msg_queue:
+                if isinstance(q, bool) or not isinstance(q, int) or (queues_ok and not 0 <= q < c.queues):
+                    problems.append(f"msg_queue: every entry is a queue in 0..{c.queues - 1 if queues_ok else 'queues-1'}, got {q!r}")
+                    break
+        if "msg_size" not in bad:
+            for z in c.msg_size:
+                if isinstance(z, bool) or not isinstance(z, int) or z < 1:
+                    problems.append(f"msg_size: every entry is a body size >= 1, got {z!r}")
+                    break
+            if "msg_queue" not in bad and len(c.msg_size) != len(c.msg_queue):
+                problems.append(f"msg_size: must have one entry per message ({len(c.msg_queue)}, as msg_queue), got {len(c.msg_size)}")
+        return problems
+
     def __init__(self, config: OCConfig | None = None):
         super().__init__(config)
         c = self.config
         n = len(c.msg_queue)
-        if len(c.msg_size) != n or any(not 0 <= q < c.queues for q in c.msg_queue):
-            from conq.model.kernel import ModelError
-
-            raise ModelError(f"{self.name}: msg_queue/msg_size must have one entry per message, queues in 0..{c.queues - 1}")
         self.n_msgs = n
         # messages of each queue in offset (send) order
         self.by_queue = tuple(tuple(m for m in range(n) if c.msg_queue[m] == q) for q in range(c.queues))
@@ -146,8 +199,8 @@ class OrderedConsumptionModel(Model):
                         for cached in (False, True):
                             phase = P_PICK if cached else P_ROUTE
                             out.append((PRODUCER, phase, mtype, mask, group, 0, -1, 0, 0, R_NONE))
-        empty_msgs = tuple((S_READY, 0, C_NONE, 0, 0) for _ in range(self.n_msgs))
-        empty_pqs = tuple((0, 0, 0, W_IDLE) for _ in range(c.queues))
+        empty_msgs = tuple((S_READY, 0, C_NONE, 0, 0, 0, 0, M_NONE, 0, 0, 0) for _ in range(self.n_msgs))
+        empty_pqs = tuple((0, 0, 0, W_IDLE, 1) for _ in range(c.queues))
         if STANDARD in self.roles:
             out.append((STANDARD, empty_msgs, empty_pqs))
         if FIFO in self.roles:
@@ -239,176 +292,385 @@ class OrderedConsumptionModel(Model):
         return []
 
     # ======================================================= push consumer
+    # Message record: see state.py (srv, delivered, cli, in_cache, consumed, copy, pending, memo,
+    # old, ok_on, total); process queue record (waiting, notified, locked, worker, assigned).
+    def _thresholds(self, pqs) -> tuple[int, int]:
+        """Per process queue: max(1, total / process queues), over the process queues the consumer
+        has now (upstream PushConsumerImpl.cacheMessageCountThresholdPerQueue / ...BytesThreshold...)."""
+        c = self.config
+        n = max(1, sum(pq[4] for pq in pqs))
+        return max(1, c.cache_messages // n), max(1, c.cache_bytes // n)
+
     def _cache_of(self, msgs, p) -> tuple[int, int]:
+        """Messages and bytes in process queue p's cache: its copies still counted (in_cache) and the
+        newer deliveries cached behind a copy in consumption."""
         cnt = byts = 0
         size = self.config.msg_size
         for m in self.by_queue[p]:
-            if msgs[m][3]:
-                cnt += 1
-                byts += size[m]
+            k = msgs[m][3] + (1 if msgs[m][6] else 0)
+            cnt += k
+            byts += k * size[m]
         return cnt, byts
 
-    def _full(self, msgs, p) -> bool:
+    def _full(self, msgs, pqs, p) -> bool:
+        thr_c, thr_b = self._thresholds(pqs)
         cnt, byts = self._cache_of(msgs, p)
-        return cnt >= self.thr_count or (byts >= self.thr_bytes and not self.config.ignore_bytes)
+        return cnt >= thr_c or (byts >= thr_b and not self.config.ignore_bytes)
+
+    @staticmethod
+    def _norm(r):
+        """A settled message the client no longer holds is never delivered or consumed again: only its
+        outcome and delivery count matter (and, as before, how often its last copy was consumed);
+        the rest of its history is forgotten, so histories that end alike are one state."""
+        if r[0] in SETTLED and r[2] == C_NONE and not r[6]:
+            return (r[0], r[1], C_NONE, 0, r[4], 0, 0, M_NONE, 0, 0, 0)
+        return r
+
+    @staticmethod
+    def _valid(r) -> bool:
+        """The copy's receipt handle is the server's current one: its delivery is still invisible and
+        no later delivery (or change of invisible duration) replaced it (broker._current)."""
+        return r[0] == S_INVIS and r[5] == r[1]
 
     def _c_actions(self, s):
+        c = self.config
         _, msgs, pqs = s
         acts = []
-        for p in range(self.config.queues):
-            acts.append(("receive", p))  # the receive loop never stops
-        for p, (_, notified, _, worker) in enumerate(pqs):
+        for p in range(c.queues):
+            # the receive loop of every process queue never stops (one of a queue without messages
+            # only ever gets empty answers: left out)
+            if pqs[p][4] and self.by_queue[p]:
+                acts.append(("receive", p))
+        for p, (_, notified, _, worker, _) in enumerate(pqs):
             if notified:
                 acts.append(("dispatch", p))
             if worker == W_TAKE:
                 acts.append(("take", p))
             elif worker == W_UNLOCK:
                 acts.append(("unlock", p))
-        for m, (srv, _, cli, _, _) in enumerate(msgs):
+        for m, r in enumerate(msgs):
+            srv, cli, pending = r[0], r[2], r[6]
             if cli == C_CONSUMING:
                 acts.append(("consume", m))
+            elif cli == C_DELAY:
+                acts.append(("next_attempt_delay", m))
             elif cli == C_ACKING:
                 acts.append(("ack", m))
             elif cli == C_CIDING:
                 acts.append(("change_invisible", m))
             elif cli == C_DLQING:
                 acts.append(("forward_to_dlq", m))
-            elif cli == C_NONE and srv == S_INVIS:
+            if srv == S_INVIS and (c.expiry_while_held or (cli == C_NONE and not pending)):
                 acts.append(("expire", m))
+        if c.rebalance:
+            for p in range(c.queues):
+                if self.by_queue[p]:  # a queue with messages (another one only moves the thresholds)
+                    acts.append(("drop_process_queue", p) if pqs[p][4] else ("create_process_queue", p))
         return acts
 
-    def _released(self, role, msgs, pqs, m):
-        """After m is settled in FIFO mode: schedule unlock (seed step 9), or,
-        without the lock, signal the dispatcher for the next message."""
-        p = self.config.msg_queue[m]
-        pq = pqs[p]
-        if role == FIFO:
-            if self.config.client_lock:
-                return _set(pqs, p, (pq[0], pq[1], pq[2], W_UNLOCK))
-            return _set(pqs, p, (pq[0], 1, pq[2], pq[3]))
-        return pqs
-
     def _c_step(self, s, a):
-        c = self.config
         role, msgs, pqs = s
         name = a[0]
-        if name == "receive":
+        if name in self._PQ_STEPS:
             p = a[1]
-            waiting, notified, locked, worker = pqs[p]
-            # seed "消息的接收与缓存" step 3: below the thresholds receive again,
-            # otherwise wait and check again (the waiting flag records that)
-            if self._full(msgs, p):
-                return [("full", (role, msgs, _set(pqs, p, (1, notified, locked, worker))))]
-            cnt, _ = self._cache_of(msgs, p)
-            batch = min(max(self.thr_count - cnt, 1), c.server_batch)
-            queue_msgs = self.by_queue[p]
-            if role == FIFO and c.server_gate:
-                # upstream: the next message of a FIFO queue is handed out only once
-                # the previous one is settled (one at a time, in order)
-                if any(msgs[m][0] == S_INVIS for m in queue_msgs):
-                    queue_msgs = ()
-                batch = 1
-            ready = [m for m in queue_msgs if msgs[m][0] == S_READY][:batch]
-            if not ready:
-                return [((), (role, msgs, _set(pqs, p, (0, notified, locked, worker))))]
-            # the server returns up to `batch` messages, in queue order: any non-empty prefix
-            outs = []
-            pq = (0, 1, locked, worker)  # received messages notify the dispatcher
-            new = list(msgs)
-            got = []
-            for m in ready:
-                srv, d, cli, inc, cons = new[m]
-                new[m] = (S_INVIS, d + 1, C_CACHED, 1, 0)
-                got.append((m, d + 1))
-                outs.append((tuple(got), (role, tuple(new), _set(pqs, p, pq))))
-            return outs
-        if name == "dispatch":
-            p = a[1]
-            waiting, notified, locked, worker = pqs[p]
-            if not notified:
+            if not 0 <= p < self.config.queues:
                 return []
-            if role == FIFO and c.client_lock:
-                # seed FIFO step 2: lock the process queue; failing that, stop
-                if locked:
-                    return [("lock-busy", (role, msgs, _set(pqs, p, (waiting, 0, locked, worker))))]
-                return [("locked", (role, msgs, _set(pqs, p, (waiting, 0, 1, W_TAKE))))]
-            # standard step 2 (and FIFO without the lock): take a cached message,
-            # repeat until the cache has none
-            for m in self.by_queue[p]:
-                if msgs[m][2] == C_CACHED:
-                    return [(m, (role, _set(msgs, m, _set(msgs[m], 2, C_CONSUMING)), pqs))]
-            return [("empty", (role, msgs, _set(pqs, p, (waiting, 0, locked, worker))))]
-        if name == "take":
-            p = a[1]
-            waiting, notified, locked, worker = pqs[p]
-            if worker != W_TAKE:
+            return getattr(self, self._PQ_STEPS[name])(role, msgs, pqs, p)
+        if name in self._MSG_STEPS:
+            m = a[1]
+            if not 0 <= m < self.n_msgs:
                 return []
-            # seed FIFO steps 2-3: the earliest cached message, or unlock and stop
-            for m in self.by_queue[p]:
-                if msgs[m][2] == C_CACHED:
-                    return [(m, (role, _set(msgs, m, _set(msgs[m], 2, C_CONSUMING)), _set(pqs, p, (waiting, notified, locked, W_BUSY))))]
-            return [("empty", (role, msgs, _set(pqs, p, (waiting, notified, 0, W_IDLE))))]
-        if name == "unlock":
-            p = a[1]
-            waiting, notified, locked, worker = pqs[p]
-            if worker != W_UNLOCK:
-                return []
-            # seed FIFO step 9: unlock and signal the dispatcher
-            return [("unlocked", (role, msgs, _set(pqs, p, (waiting, 1 if c.unlock_signals else notified, 0, W_IDLE))))]
-        m = a[1]
-        srv, d, cli, inc, cons = msgs[m]
-        if name == "consume" and cli == C_CONSUMING:
-            cons1 = cons + 1
-            # the delivery attempt the listener sees: the server's count plus one
-            # per local retry (REFERENCE §2, FIFO mode)
-            attempt = d - 1 + cons1
-            erase = 0 if (role == STANDARD and not c.erase_after_settle) else inc  # seed standard step 3
-            ok = (role, _set(msgs, m, (srv, d, C_ACKING, erase, cons1)), pqs)
-            if role == STANDARD:
-                if c.standard_client_dlq and attempt >= c.max_attempts:
-                    fail_cli = C_DLQING
-                else:
-                    fail_cli = C_CIDING  # seed standard step 4: change invisible duration
-            else:
-                # seed FIFO step 7: beyond the maximum -> DLQ, else consume again
-                over = attempt > c.max_attempts if c.dlq_when_exceeds else attempt >= c.max_attempts
-                fail_cli = C_DLQING if over else C_CONSUMING
-            fail = (role, _set(msgs, m, (srv, d, fail_cli, erase, cons1)), pqs)
-            return [(("ok", attempt), ok), (("fail", attempt), fail)]
-        if name == "ack" and cli == C_ACKING:
-            ok_msgs = _set(msgs, m, (S_ACKED, d, C_NONE, 0, cons))
-            outs = [("ok", (role, ok_msgs, self._released(role, msgs, pqs, m)))]
-            if role == FIFO or c.settle_retry:
-                outs.append(("error", s))  # retried until it succeeds (seed FIFO step 6)
-            else:
-                # seed standard: one ack; if it fails the message stays invisible and
-                # the server redelivers it when the invisible time is over
-                outs.append(("error", (role, _set(msgs, m, (srv, d, C_NONE, 0, cons)), pqs)))
-            return outs
-        if name == "change_invisible" and cli == C_CIDING:
-            gone = (role, _set(msgs, m, (srv, d, C_NONE, 0, cons)), pqs)
-            return [("ok", gone), ("error", s if c.settle_retry else gone)]
-        if name == "forward_to_dlq" and cli == C_DLQING:
-            ok_msgs = _set(msgs, m, (S_DLQ_CLI, d, C_NONE, 0, cons))
-            # seed FIFO step 8: retried until it succeeds
-            return [("ok", (role, ok_msgs, self._released(role, msgs, pqs, m))), ("error", s)]
-        if name == "expire" and cli == C_NONE and srv == S_INVIS:
-            # the invisible time is over: redeliver, or dead-letter on the server
-            # once the delivery attempts are used up (standard mode, REFERENCE §2)
-            if d >= c.max_attempts:
-                return [("dead-lettered", (role, _set(msgs, m, (S_DLQ_SRV, d, C_NONE, 0, cons)), pqs))]
-            return [("visible", (role, _set(msgs, m, (S_READY, d, C_NONE, 0, 0)), pqs))]
+            return getattr(self, self._MSG_STEPS[name])(role, msgs, pqs, m)
         return []
+
+    _PQ_STEPS = {"receive": "_receive", "dispatch": "_dispatch", "take": "_take", "unlock": "_unlock",
+                 "drop_process_queue": "_drop_process_queue", "create_process_queue": "_create_process_queue"}
+    _MSG_STEPS = {"consume": "_consume", "next_attempt_delay": "_next_attempt_delay", "ack": "_ack",
+                  "change_invisible": "_change_invisible", "forward_to_dlq": "_forward_to_dlq", "expire": "_expire"}
+
+    # -- receive and cache (seed 001 "消息的接收与缓存"; upstream ProcessQueueImpl.receiveMessage)
+    def _receive(self, role, msgs, pqs, p):
+        c = self.config
+        waiting, notified, locked, worker, assigned = pqs[p]
+        if not assigned or not self.by_queue[p]:
+            return []
+        # seed step 3: below the thresholds receive again, otherwise wait and check again
+        # (the waiting flag records that)
+        if self._full(msgs, pqs, p):
+            return [("full", (role, msgs, _set(pqs, p, (1, notified, locked, worker, assigned))))]
+        thr_c, _ = self._thresholds(pqs)
+        cnt, _ = self._cache_of(msgs, p)
+        batch = min(max(thr_c - cnt, 1), c.server_batch)
+        queue_msgs = self.by_queue[p]
+        if role == FIFO and c.server_gate:
+            # the server hands out a FIFO queue's next message only once the previous one is
+            # settled (one at a time, in order): broker.py "FIFO per message group"
+            if any(msgs[m][0] == S_INVIS for m in queue_msgs):
+                queue_msgs = ()
+            batch = 1
+        ready = [m for m in queue_msgs if msgs[m][0] == S_READY][:batch]
+        issued = (role, msgs, _set(pqs, p, (0, notified, locked, worker, assigned)))
+        if not ready:
+            outs = [((), issued)]
+        else:
+            # the server returns up to `batch` messages, in queue order: any non-empty prefix;
+            # received messages notify the dispatcher (seed step 2)
+            signalled = _set(pqs, p, (0, 1, locked, worker, assigned))
+            new, got, outs = list(msgs), [], []
+            for m in ready:
+                r = msgs[m]
+                d1 = r[1] + 1
+                new[m] = self._cache(r, d1)
+                got.append((m, d1))
+                outs.append((tuple(got), (role, tuple(new), signalled)))
+            if c.server_faults:
+                # the server delivered (attempt + 1, invisible) but the answer was lost: nobody holds
+                # the message until its invisible time expires (faults.py "lost").  One message: a
+                # lost batch reaches the same states as lost batches of one in turn.
+                m = ready[0]
+                d1 = msgs[m][1] + 1
+                outs.append((("lost", ((m, d1),)), (role, _set(msgs, m, (S_INVIS, d1) + msgs[m][2:]), issued[2])))
+        if c.server_faults:
+            # timeout / unavailable / internal error, or throttled: nothing delivered; the loop receives
+            # again after receive_retry_delay, or after the server's back-off
+            outs += self._codes(("error", "throttled"), issued)
+        return outs
+
+    def _codes(self, codes, state):
+        """Answers that lead to the same state: one outcome per status code with ``answer_codes``,
+        else one for the class, named after its first code (``error``: every retriable answer not
+        applied -- timeout, unavailable, internal error, throttled; ``invalid-handle``:
+        INVALID_RECEIPT_HANDLE or MESSAGE_NOT_FOUND)."""
+        return [(code, state) for code in (codes if self.config.answer_codes else codes[:1])]
+
+    def _cache(self, r, d1):
+        """The message record after delivery d1 reached the process queue (ProcessQueue.cache)."""
+        srv, d, cli, inc, cons, cd, pd, memo, old, okd, tot = r
+        if cli == C_NONE:
+            return (S_INVIS, d1, C_CACHED, 1, 0, d1, 0, memo, 0, okd, tot)
+        if cli == C_CACHED:  # still cached: the entry takes the new delivery's handle and attempt
+            return (S_INVIS, d1, C_CACHED, inc, cons, d1, pd, memo, old, okd, tot)
+        # the previous delivery is still in consumption: the new one waits behind it
+        return (S_INVIS, d1, cli, inc, cons, cd, d1, memo, old, okd, tot)
+
+    # -- dispatch (seed 普通 step 2; 顺序 steps 2-3)
+    def _dispatch(self, role, msgs, pqs, p):
+        c = self.config
+        waiting, notified, locked, worker, assigned = pqs[p]
+        if not notified:
+            return []
+        if role == FIFO and c.client_lock:
+            # seed FIFO step 2: lock the process queue; failing that, stop
+            if locked:
+                return [("lock-busy", (role, msgs, _set(pqs, p, (waiting, 0, locked, worker, assigned))))]
+            return [("locked", (role, msgs, _set(pqs, p, (waiting, 0, 1, W_TAKE, assigned))))]
+        # standard step 2 (and FIFO without the lock): take a cached message,
+        # repeat until the cache has none
+        for m in self.by_queue[p]:
+            if msgs[m][2] == C_CACHED:
+                return [(m, (role, _set(msgs, m, _set(msgs[m], 2, C_CONSUMING)), pqs))]
+        return [("empty", (role, msgs, _set(pqs, p, (waiting, 0, locked, worker, assigned))))]
+
+    def _take(self, role, msgs, pqs, p):
+        waiting, notified, locked, worker, assigned = pqs[p]
+        if worker != W_TAKE:
+            return []
+        # seed FIFO steps 2-3: the earliest cached message, or unlock and stop
+        for m in self.by_queue[p]:
+            if msgs[m][2] == C_CACHED:
+                return [(m, (role, _set(msgs, m, _set(msgs[m], 2, C_CONSUMING)),
+                             _set(pqs, p, (waiting, notified, locked, W_BUSY, assigned))))]
+        return [("empty", (role, msgs, _set(pqs, p, (waiting, notified, 0, W_IDLE, assigned))))]
+
+    def _unlock(self, role, msgs, pqs, p):
+        waiting, notified, locked, worker, assigned = pqs[p]
+        if worker != W_UNLOCK:
+            return []
+        # seed FIFO step 9: unlock and signal the dispatcher
+        signal = 1 if self.config.unlock_signals else notified
+        return [("unlocked", (role, msgs, _set(pqs, p, (waiting, signal, 0, W_IDLE, assigned))))]
+
+    # -- consumption (seed 普通 steps 3-4; 顺序 steps 4-5, 7)
+    def _consume(self, role, msgs, pqs, m):
+        c = self.config
+        r = msgs[m]
+        srv, d, cli, inc, cons, cd, pd, memo, old, okd, tot = r
+        if cli != C_CONSUMING:
+            return []
+        if memo != M_NONE:
+            # C2: the outcome decided on an earlier delivery, whose settle the server rejected,
+            # settles this redelivery without consuming it again (ProcessQueue.recall takes it out;
+            # a rejected settle puts it back)
+            to = C_ACKING if memo == M_ACK else C_DLQING
+            return [(("remembered", MEMO_NAMES[memo]), (role, _set(msgs, m, (srv, d, to, inc, cons, cd, pd, M_NONE, old, okd, tot)), pqs))]
+        cons1 = cons + 1
+        # the delivery attempt the listener sees: the server's count for this copy plus one per
+        # local retry (REFERENCE §2, FIFO mode)
+        attempt = cd - 1 + cons1
+        tot1 = min(tot + 1, c.max_attempts + 1) if role == FIFO else 0  # ghost (FIFO only, see state.py)
+        erase = 0 if (role == STANDARD and not c.erase_after_settle) else inc  # seed standard step 3
+        ok = (srv, d, C_ACKING, erase, cons1, cd, pd, memo, old, cd, tot1)
+        if role == STANDARD:
+            if c.standard_client_dlq and attempt >= c.max_attempts:
+                fail_cli = C_DLQING
+            else:
+                fail_cli = C_CIDING  # seed standard step 4: change invisible duration
+        else:
+            # seed FIFO step 7: beyond the maximum -> DLQ, else consume again after the retry
+            # policy's delay (upstream ProcessQueueImpl.eraseFifoMessage, getNextAttemptDelay)
+            over = attempt > c.max_attempts if c.dlq_when_exceeds else attempt >= c.max_attempts
+            fail_cli = C_DLQING if over else (C_DELAY if c.retry_delay else C_CONSUMING)
+        fail = (srv, d, fail_cli, erase, cons1, cd, pd, memo, old, okd, tot1)
+        return [(("ok", attempt), (role, _set(msgs, m, ok), pqs)), (("fail", attempt), (role, _set(msgs, m, fail), pqs))]
+
+    def _next_attempt_delay(self, role, msgs, pqs, m):
+        # the retry policy's delay before the next local attempt has elapsed (FIFO re-consumption:
+        # RetryPolicy.getNextAttemptDelay; ConsumeService.consume(messageView, delay))
+        if msgs[m][2] != C_DELAY:
+            return []
+        return [("elapsed", (role, _set(msgs, m, _set(msgs[m], 2, C_CONSUMING)), pqs))]
+
+    # -- settling: ack, change invisible duration, forward to the DLQ
+    def _let_go(self, role, msgs, pqs, m, srv=None, memo=None):
+        """The client is done with its copy of m (settled, given up, or its one settle call made):
+        erased from the cache; FIFO releases the process queue (seed 顺序 step 9: unlock, or
+        without the lock signal the dispatcher); a newer delivery cached behind it becomes the copy."""
+        c = self.config
+        s0, d, cli, inc, cons, cd, pd, mm, old, okd, tot = msgs[m]
+        s0 = s0 if srv is None else srv
+        mm = mm if memo is None else memo
+        # ok_on is kept only while the copy that succeeded lives: every later copy comes from a later delivery
+        if pd:
+            rec = (s0, d, C_CACHED, 1, 0, pd, 0, mm, 0, 0, tot)
+        else:
+            rec = self._norm((s0, d, C_NONE, 0, cons, cd, 0, mm, 0, 0, tot))
+        p = c.msg_queue[m]
+        pq = pqs[p]
+        if role == FIFO and not old:
+            if c.client_lock:
+                pq = (pq[0], pq[1], pq[2], W_UNLOCK, pq[4])
+            else:
+                pq = (pq[0], 1, pq[2], pq[3], pq[4])
+        elif pd and pq[4]:
+            pq = (pq[0], 1, pq[2], pq[3], pq[4])  # the promoted delivery is there to be taken
+        return (role, _set(msgs, m, rec), _set(pqs, p, pq))
+
+    def _give_up(self, role, msgs, pqs, m, outcome):
+        """C1: after a non-retriable answer repeating the request can never succeed: stop and let
+        the server's redelivery decide; FIFO remembers the outcome for it (C2)."""
+        c = self.config
+        memo = None
+        if role == FIFO and c.remember_outcome and (c.memo_survives_drop or not msgs[m][8]):
+            memo = outcome
+        return self._let_go(role, msgs, pqs, m, memo=memo)
+
+    def _settle_answers(self, role, msgs, pqs, m, applied, repeat, outcome, lost_applied=None):
+        """Every answer the server can give to one settle request (ok first): ``applied`` is the
+        message record once the server took the request (``lost_applied``, if given, as the client
+        keeps it when the answer is lost); ``repeat``: the client repeats the request after a
+        retriable answer (FIFO steps 6, 8; upstream standard mode), else makes one call."""
+        c = self.config
+        s = (role, msgs, pqs)
+        r = msgs[m]
+        valid = self._valid(r)
+        give_up = s if (repeat and c.settle_until_success) else self._give_up(role, msgs, pqs, m, outcome)
+        again = s if repeat else self._let_go(role, msgs, pqs, m)
+        outs = []
+        if valid:
+            done = _set(msgs, m, applied)
+            outs.append(("ok", self._let_go(role, done, pqs, m)))
+            if c.server_faults:
+                # applied, but the answer was lost (REQUEST_TIMEOUT): repeated, it meets a handle
+                # that is no longer valid
+                kept = applied if lost_applied is None else lost_applied
+                outs.append(("lost", (role, _set(msgs, m, kept), pqs) if repeat else self._let_go(role, done, pqs, m)))
+        # retriable, not applied: timeout / unavailable / internal error, or throttled
+        outs += self._codes(("error", "throttled") if c.server_faults else ("error",), again)
+        if not valid:
+            # non-retriable: the handle expired or was superseded, or the message is settled
+            outs += self._codes(("invalid-handle", "not-found"), give_up)
+        elif c.server_faults:
+            outs.append(("bad-request", give_up))  # non-retriable, not applied
+        return outs
+
+    def _ack(self, role, msgs, pqs, m):
+        r = msgs[m]
+        if r[2] != C_ACKING:
+            return []
+        # seed FIFO step 6: repeated until it succeeds; seed standard step 4: one call (if it fails
+        # the server redelivers the message when its invisible time is over); upstream standard:
+        # repeated (settle_retry)
+        repeat = role == FIFO or self.config.settle_retry
+        return self._settle_answers(role, msgs, pqs, m, _set(r, 0, S_ACKED), repeat, M_ACK)
+
+    def _change_invisible(self, role, msgs, pqs, m):
+        r = msgs[m]
+        if r[2] != C_CIDING:
+            return []
+        # seed standard step 4: the message reappears once the new invisible duration (the retry
+        # policy's delay) is over; the server issues a new receipt handle (the copy's is superseded)
+        return self._settle_answers(role, msgs, pqs, m, r, self.config.settle_retry, M_NONE, lost_applied=_set(r, 5, 0))
+
+    def _forward_to_dlq(self, role, msgs, pqs, m):
+        r = msgs[m]
+        if r[2] != C_DLQING:
+            return []
+        # seed FIFO step 8: retried until it succeeds
+        return self._settle_answers(role, msgs, pqs, m, _set(r, 0, S_DLQ_CLI), True, M_DLQ)
+
+    # -- server events
+    def _expire(self, role, msgs, pqs, m):
+        c = self.config
+        r = msgs[m]
+        srv, d, cli, inc, cons, cd, pd, memo, old, okd, tot = r
+        if srv != S_INVIS or not (c.expiry_while_held or (cli == C_NONE and not pd)):
+            return []
+        # the invisible time is over: the message becomes visible again (redelivered with attempt + 1,
+        # the handle of this delivery is no longer valid), or the server dead-letters it once the
+        # delivery attempts are used up (REFERENCE §2; broker._expire)
+        if d >= c.max_attempts:
+            rec = self._norm((S_DLQ_SRV, d, cli, inc, cons, cd, pd, memo, old, okd, tot))
+            return [("dead-lettered", (role, _set(msgs, m, rec), pqs))]
+        if cli == C_NONE:
+            cons, cd = 0, 0
+        return [("visible", (role, _set(msgs, m, (S_READY, d, cli, inc, cons, cd, pd, memo, old, okd, tot)), pqs))]
+
+    # -- rebalance (upstream PushConsumerImpl.syncProcessQueue: dropProcessQueue / createProcessQueue)
+    def _drop_process_queue(self, role, msgs, pqs, p):
+        c = self.config
+        if not (c.rebalance and pqs[p][4] and self.by_queue[p]):
+            return []
+        new = list(msgs)
+        for m in self.by_queue[p]:
+            srv, d, cli, inc, cons, cd, pd, memo, old, okd, tot = msgs[m]
+            if not c.memo_survives_drop:
+                memo = M_NONE
+            if cli == C_CACHED:
+                # discarded: the server redelivers it when its invisible time is over
+                new[m] = self._norm((srv, d, C_NONE, 0, cons, cd, 0, memo, 0, okd, tot))
+            elif cli != C_NONE:
+                # a consumption under way finishes on the dropped process queue (C4)
+                new[m] = (srv, d, cli, 0, cons, cd, 0, memo, 1 if role == FIFO else 0, okd, tot)
+            else:
+                new[m] = (srv, d, cli, inc, cons, cd, pd, memo, old, okd, tot)
+        return [("dropped", (role, tuple(new), _set(pqs, p, (0, 0, 0, W_IDLE, 0))))]
+
+    def _create_process_queue(self, role, msgs, pqs, p):
+        if not self.config.rebalance or pqs[p][4] or not self.by_queue[p]:
+            return []
+        # given back: a new process queue (its own lock) whose receive loop starts at once
+        return [("created", (role, msgs, _set(pqs, p, (0, 0, 0, W_IDLE, 1))))]
 
     # ===================================================== simple consumer
     # Seed 001 "Simple consumer": every call is one remote call, no internal retry;
     # the application calls receive from several threads at once.
     # state: (SIMPLE, msgs (srv, delivered, held), rr, calls) with one call record
-    # (op, message, requests) per application thread.
+    # (op, message, requests) per application thread; held: none, a valid copy, a stale copy.
     def _s_busy(self, calls, m) -> bool:
         return any(op in (OP_ACK, OP_CID) and cm == m for op, cm, _ in calls)
 
     def _s_actions(self, s):
+        c = self.config
         _, msgs, rr, calls = s
         acts = []
         for th, (op, cm, reqs) in enumerate(calls):
@@ -423,79 +685,127 @@ class OrderedConsumptionModel(Model):
         for m, (srv, d, held) in enumerate(msgs):
             if held and not self._s_busy(calls, m):
                 acts.append(("abandon", m))
-            if srv == S_INVIS and not held:
+            if srv == S_INVIS and (held != H_VALID or c.expiry_while_held):
                 acts.append(("expire", m))
         return acts
 
     def _s_step(self, s, a):
-        c = self.config
-        _, msgs, rr, calls = s
         name = a[0]
         if name in ("call_receive", "call_ack", "call_change_invisible", "rpc"):
             th = a[1]
-            if not 0 <= th < len(calls):
+            if not 0 <= th < len(s[3]):
                 return []
-            op, cm, reqs = calls[th]
-            if name == "call_receive" and op == OP_NONE:
-                return [("called", (SIMPLE, msgs, rr, _set(calls, th, (OP_RECEIVE, -1, 0))))]
-            if name in ("call_ack", "call_change_invisible") and op == OP_NONE:
-                m = a[2]
-                if not msgs[m][2] or self._s_busy(calls, m):
-                    return []
-                new_op = OP_ACK if name == "call_ack" else OP_CID
-                return [("called", (SIMPLE, msgs, rr, _set(calls, th, (new_op, m, 0))))]
-            if name == "rpc" and op != OP_NONE:
-                idle = _set(calls, th, (OP_NONE, -1, 0))
-                if op == OP_RECEIVE:
-                    # upstream: each receive asks one queue, taken round-robin
-                    got: Any = ()
-                    new = msgs
-                    for m in self.by_queue[rr]:
-                        srv, d, held = msgs[m]
-                        if srv == S_READY:
-                            new = _set(msgs, m, (S_INVIS, d + 1, 1))
-                            got = (m, d + 1)
-                            break
-                    ok = (SIMPLE, new, (rr + 1) % c.queues, idle)
-                elif op == OP_ACK:
-                    srv, d, held = msgs[cm]
-                    ok = (SIMPLE, _set(msgs, cm, (S_ACKED, d, 0)), rr, idle)
-                    got = "acked"
-                else:
-                    srv, d, held = msgs[cm]
-                    # the message becomes visible again when its new invisible duration is over
-                    ok = (SIMPLE, _set(msgs, cm, (srv, d, 0)), rr, idle)
-                    got = "changed"
-                # an error is returned to the application as is (the mutant retries instead)
-                if c.simple_retry:
-                    err = (SIMPLE, msgs, rr, _set(calls, th, (op, cm, min(reqs + 1, 2))))
-                else:
-                    err = (SIMPLE, msgs, rr, idle)
-                return [(("ok", got), ok), ("error", err)]
-            return []
+            if name == "rpc":
+                return self._s_rpc(s, th)
+            return self._s_call(s, name, th, a[2] if len(a) > 2 else None)
         m = a[1]
-        srv, d, held = msgs[m]
-        if name == "abandon" and held and not self._s_busy(calls, m):
-            # the application gives up on the message: it reappears when its invisible time is over
-            return [("abandoned", (SIMPLE, _set(msgs, m, (srv, d, 0)), rr, calls))]
-        if name == "expire" and srv == S_INVIS and not held:
-            if d >= c.max_attempts:
-                return [("dead-lettered", (SIMPLE, _set(msgs, m, (S_DLQ_SRV, d, 0)), rr, calls))]
-            return [("visible", (SIMPLE, _set(msgs, m, (S_READY, d, 0)), rr, calls))]
+        if not 0 <= m < self.n_msgs:
+            return []
+        if name == "abandon":
+            return self._s_abandon(s, m)
+        if name == "expire":
+            return self._s_expire(s, m)
         return []
 
+    def _s_call(self, s, name, th, m):
+        _, msgs, rr, calls = s
+        if calls[th][0] != OP_NONE:
+            return []
+        if name == "call_receive":
+            return [("called", (SIMPLE, msgs, rr, _set(calls, th, (OP_RECEIVE, -1, 0))))]
+        if m is None or not 0 <= m < self.n_msgs or not msgs[m][2] or self._s_busy(calls, m):
+            return []
+        new_op = OP_ACK if name == "call_ack" else OP_CID
+        return [("called", (SIMPLE, msgs, rr, _set(calls, th, (new_op, m, 0))))]
+
+    def _s_rpc(self, s, th):
+        """The one request of a call, and every answer the server can give to it."""
+        c = self.config
+        _, msgs, rr, calls = s
+        op, cm, reqs = calls[th]
+        if op == OP_NONE:
+            return []
+        idle = _set(calls, th, (OP_NONE, -1, 0))
+
+        def returned(new_msgs, new_rr=rr):
+            # a failure is returned to the application as is (the mutant retries instead)
+            if c.simple_retry:
+                return (SIMPLE, new_msgs, rr, _set(calls, th, (op, cm, min(reqs + 1, 2))))
+            return (SIMPLE, new_msgs, new_rr, idle)
+
+        outs: list = []
+        if op == OP_RECEIVE:
+            # upstream: each receive asks one queue, taken round-robin
+            rr1 = (rr + 1) % c.queues
+            first = next((m for m in self.by_queue[rr] if msgs[m][0] == S_READY), None)
+            if first is None:
+                outs.append((("ok", ()), (SIMPLE, msgs, rr1, idle)))
+            else:
+                d1 = msgs[first][1] + 1
+                outs.append((("ok", (first, d1)), (SIMPLE, _set(msgs, first, (S_INVIS, d1, H_VALID)), rr1, idle)))
+                if c.server_faults:  # delivered, the answer lost: nobody holds it until it expires
+                    lost = _set(msgs, first, (S_INVIS, d1, msgs[first][2]))
+                    outs.append((("lost", (first, d1)), returned(lost, rr1)))
+        else:
+            srv, d, held = msgs[cm]
+            if op == OP_ACK:
+                applied, got = (S_ACKED, d, H_NONE), "acked"
+            else:
+                # the message becomes visible again when its new invisible duration is over
+                applied, got = (srv, d, H_NONE), "changed"
+            if held == H_VALID:
+                outs.append((("ok", got), (SIMPLE, _set(msgs, cm, applied), rr, idle)))
+                if c.server_faults:  # applied, the answer lost: the application's handle is now stale
+                    outs.append((("lost", got), returned(_set(msgs, cm, (applied[0], d, H_STALE)))))
+        outs += self._codes(("error", "throttled") if c.server_faults else ("error",), returned(msgs))
+        if op != OP_RECEIVE:
+            if msgs[cm][2] == H_STALE:
+                outs += self._codes(("invalid-handle", "not-found"), returned(msgs))
+            elif c.server_faults:
+                outs.append(("bad-request", returned(msgs)))
+        return outs
+
+    def _s_abandon(self, s, m):
+        _, msgs, rr, calls = s
+        srv, d, held = msgs[m]
+        if not held or self._s_busy(calls, m):
+            return []
+        # the application gives up on the message: it reappears when its invisible time is over
+        return [("abandoned", (SIMPLE, _set(msgs, m, (srv, d, H_NONE)), rr, calls))]
+
+    def _s_expire(self, s, m):
+        c = self.config
+        _, msgs, rr, calls = s
+        srv, d, held = msgs[m]
+        if srv != S_INVIS or (held == H_VALID and not c.expiry_while_held):
+            return []
+        stale = H_STALE if held else H_NONE  # a copy the application holds keeps a dead handle
+        if d >= c.max_attempts:
+            return [("dead-lettered", (SIMPLE, _set(msgs, m, (S_DLQ_SRV, d, stale)), rr, calls))]
+        return [("visible", (SIMPLE, _set(msgs, m, (S_READY, d, stale)), rr, calls))]
+
     # ================================================================ fairness
+    #: answers after which the client has its definitive result: weakly fair (the server
+    #: eventually gives one); a timeout, throttling or a lost answer is never forced
+    _DEFINITIVE = frozenset({"ok", "invalid-handle", "not-found"})
+
     def fair(self, action, observation):
-        """Weak fairness per class: every client step, every successful server
-        answer and the server's invisible-time expiry is eventually taken while
-        it stays enabled; a failing server answer is never forced, and the
-        simple consumer's user calls are the user's choice (never forced)."""
+        """Weak fairness per class: every client step, the server's invisible-time expiry, the
+        retry policy's delay, a receive answered with messages (or none), and a settle answered
+        with its definitive result (OK to a valid handle, INVALID_RECEIPT_HANDLE / NOT_FOUND to a
+        stale one) are eventually taken while they stay enabled.  Not forced: timeouts, throttling,
+        lost answers and BAD_REQUEST; the simple consumer's application calls; rebalance (the
+        assignment is the environment's)."""
         name = action[0]
-        if name in ("ack", "change_invisible", "forward_to_dlq") and observation != "ok":
-            return None
-        if name == "rpc" and observation == "error":
-            return None
-        if name.startswith("call_") or name == "abandon":
+        o = observation
+        if name in ("ack", "change_invisible", "forward_to_dlq"):
+            return action if o in self._DEFINITIVE else None
+        if name == "receive":
+            return None if o in ("error", "throttled") or (isinstance(o, tuple) and o and o[0] == "lost") else action
+        if name == "rpc":
+            ok = o in self._DEFINITIVE or (isinstance(o, tuple) and o[0] == "ok")
+            return action if ok else None
+        if name.startswith("call_") or name in ("abandon", "drop_process_queue", "create_process_queue"):
             return None
         return action
 
@@ -528,7 +838,7 @@ class OrderedConsumptionModel(Model):
             return {
                 "role": "simple",
                 "messages": [
-                    {"id": m, "server": SRV_NAMES[srv], "attempt": d, "held": bool(h)} for m, (srv, d, h) in enumerate(msgs)
+                    {"id": m, "server": SRV_NAMES[srv], "attempt": d, "held": HELD_NAMES[h]} for m, (srv, d, h) in enumerate(msgs)
                 ],
                 "next_queue": rr,
                 "calls": [
@@ -548,12 +858,19 @@ class OrderedConsumptionModel(Model):
                     "client": CLI_NAMES[cli],
                     "cached": bool(inc),
                     "consumed": k,
+                    "copy_attempt": cd,  # the delivery the client's copy came with (0: superseded)
+                    "pending_attempt": pd or None,  # a newer delivery cached behind it
+                    "memo": MEMO_NAMES[memo],
+                    "on_dropped_queue": bool(old),
+                    "ok_on_delivery": okd,  # ghost: the listener last succeeded on this delivery
+                    "consumed_total": tot,  # ghost: consumptions over all deliveries
                 }
-                for m, (srv, d, cli, inc, k) in enumerate(msgs)
+                for m, (srv, d, cli, inc, k, cd, pd, memo, old, okd, tot) in enumerate(msgs)
             ],
             "process_queues": [
-                {"waiting": bool(w), "notified": bool(nf), "locked": bool(lk), "worker": WORKER_NAMES[wk]}
-                for w, nf, lk, wk in pqs
+                {"waiting": bool(w), "notified": bool(nf), "locked": bool(lk), "worker": WORKER_NAMES[wk],
+                 "assigned": bool(asg)}
+                for w, nf, lk, wk, asg in pqs
             ],
         }
 
@@ -573,4 +890,8 @@ class OrderedConsumptionModel(Model):
             return ("dispatcher", "process-queue")
         if name == "consume":
             return ("consumer", "listener")
+        if name == "next_attempt_delay":
+            return ("retry-policy", "consumer")
+        if name in ("drop_process_queue", "create_process_queue"):
+            return ("rebalance", "process-queue")
         return ("user", "client")

@@ -9,11 +9,13 @@ from typing import Any
 
 from conq.model.kernel import Model, always, always_step, leads_to, sometimes
 from .state import (
+    C_ACKING,
     C_CACHED,
     C_CONSUMING,
     C_DLQING,
     FIFO,
     FIFO_MSG,
+    H_STALE,
     IN_CONSUMPTION,
     OP_NONE,
     OP_RECEIVE,
@@ -41,7 +43,6 @@ def build_properties(self: Model) -> list:
     c = self.config
     roles = set(self.roles)
     n = c.queues
-    thr_c, thr_b = self.thr_count, self.thr_bytes
     maxa = c.max_attempts
     props: list[tuple[tuple[int, ...], Any]] = []
 
@@ -118,6 +119,7 @@ def build_properties(self: Model) -> list:
     def receive_ok(s, a, o, t):
         if s[0] not in PUSH or a[0] != "receive" or o == "full":
             return True
+        thr_c, thr_b = self._thresholds(s[2])
         cnt, byts = self._cache_of(s[1], a[1])
         return cnt < thr_c and byts < thr_b
 
@@ -141,7 +143,11 @@ def build_properties(self: Model) -> list:
         m = first_start(s, t)
         return m is None or all(s[1][e][0] in SETTLED for e in self.earlier[m])
 
-    add((FIFO,), always_step(
+    # claims about two messages of one queue are listed when a queue holds two
+    PAIR_FIFO = (FIFO,) if any(len(q) >= 2 for q in self.by_queue) else ()
+    PAIR_STANDARD = (STANDARD,) if PAIR_FIFO else ()
+
+    add(PAIR_FIFO, always_step(
         "fifo-order",
         "for A then B sent to one queue, B's consumption starts only after A was consumed and the server accepted its ack or DLQ",
         fifo_order,
@@ -153,11 +159,13 @@ def build_properties(self: Model) -> list:
         if s[0] != FIFO:
             return True
         msgs = s[1]
-        return all(sum(msgs[m][2] in IN_CONSUMPTION for m in qm) <= 1 for qm in self.by_queue)
+        return all(sum(msgs[m][2] in IN_CONSUMPTION and not msgs[m][8] for m in qm) <= 1 for qm in self.by_queue)
 
-    add((FIFO,), always(
+    add(PAIR_FIFO, always(
         "fifo-one-in-consumption",
-        "at most one message of a FIFO process queue is in consumption (consuming or being acked / dead-lettered)",
+        "at most one message of a FIFO process queue is in consumption (consuming, waiting for its retry delay, "
+        "being acked / dead-lettered); a copy still finishing on a process queue a rebalance dropped belongs to "
+        "that one, not to the queue's new process queue",
         one_in_consumption,
         witness=lambda s: s[0] == FIFO and any(
             any(s[1][m][2] in IN_CONSUMPTION for m in qm) and any(s[1][m][0] in (S_READY, S_INVIS) and s[1][m][2] in (C_NONE, C_CACHED) for m in qm)
@@ -166,16 +174,20 @@ def build_properties(self: Model) -> list:
     ))
     add((FIFO,), always(
         "consumed-at-most-max",
-        "a FIFO message is consumed at most max_attempts times (delivery attempt never beyond the maximum)",
-        lambda s: s[0] != FIFO or all(d - 1 + k <= maxa for _, d, _, _, k in s[1] if k),
-        witness=lambda s: s[0] == FIFO and any(k and d - 1 + k == maxa for _, d, _, _, k in s[1]),
+        "a FIFO message is never consumed beyond max_attempts: the attempt the listener sees (the delivery attempt "
+        "of the client's copy plus its local re-consumptions) never exceeds the maximum, across redeliveries",
+        lambda s: s[0] != FIFO or all(r[5] - 1 + r[4] <= maxa for r in s[1] if r[4]),
+        witness=lambda s: s[0] == FIFO and any(r[4] and r[5] - 1 + r[4] == maxa for r in s[1]),
     ))
     add((FIFO,), always_step(
         "dlq-only-after-max",
-        "the client dead-letters a message only after it was consumed the maximum number of times",
-        lambda s, a, o, t: s[0] != FIFO or a[0] != "forward_to_dlq" or o != "ok"
-        or s[1][a[1]][1] - 1 + s[1][a[1]][4] >= maxa,
+        "the client asks for a message's dead-lettering only once a consumption at the maximum attempt failed (a "
+        "redelivery settled with the outcome remembered from an earlier delivery, never consumed itself, carries "
+        "that earlier decision)",
+        lambda s, a, o, t: s[0] != FIFO or a[0] != "forward_to_dlq"
+        or s[1][a[1]][5] - 1 + s[1][a[1]][4] >= maxa or s[1][a[1]][4] == 0,
         witness=lambda s, a, o, t: s[0] == FIFO and a[0] == "forward_to_dlq" and o == "ok",
+        actions=("forward_to_dlq",),
     ))
 
     def settled_final(s, a, o, t):
@@ -198,11 +210,18 @@ def build_properties(self: Model) -> list:
         witness=lambda s: s[0] == STANDARD and any(r[0] == S_DLQ_SRV for r in s[1]),
     ))
 
+    def delivered(a, o):
+        """The (message, attempt) pairs a receive step delivered (answered or lost)."""
+        if a[0] not in ("receive", "rpc") or not isinstance(o, tuple) or not o:
+            return ()
+        if a[0] == "receive":
+            return o[1] if o[0] == "lost" else o
+        return (o[1],) if isinstance(o[1], tuple) and o[1] else ()
+
     def attempt_plus_one(s, a, o, t):
-        if s[0] not in (STANDARD, SIMPLE) or a[0] not in ("receive", "rpc") or not isinstance(o, tuple):
+        if s[0] not in (STANDARD, SIMPLE):
             return True
-        got = o if a[0] == "receive" else ((o[1],) if isinstance(o[1], tuple) and o[1] else ())
-        return all(d == s[1][m][1] + 1 == t[1][m][1] for m, d in got)
+        return all(d == s[1][m][1] + 1 == t[1][m][1] for m, d in delivered(a, o))
 
     add((STANDARD, SIMPLE), always_step(
         "redelivery-attempt-plus-one",
@@ -210,8 +229,35 @@ def build_properties(self: Model) -> list:
         attempt_plus_one,
         witness=lambda s, a, o, t: s[0] in (STANDARD, SIMPLE) and a[0] in ("receive", "rpc")
         and any(t[1][m][1] == 2 and s[1][m][1] == 1 for m in range(self.n_msgs)),
+        actions=("receive", "rpc"),
     ))
-    add((STANDARD,), sometimes(
+    # FIFO redelivers only once the broker can take a message back from the client
+    redelivers = (FIFO,) if (c.expiry_while_held or c.server_faults or c.rebalance) else ()
+    add((STANDARD, SIMPLE) + redelivers, always(
+        "delivered-at-most-max",
+        "the server delivers a message at most max_attempts times, whatever it answered before (expired invisible "
+        "time, lost answers, rebalance): then it dead-letters it",
+        lambda s: s[0] == PRODUCER or all(r[1] <= maxa for r in s[1]),
+        witness=lambda s: s[0] != PRODUCER and any(r[1] == maxa for r in s[1]),
+    ))
+    add(redelivers, always(
+        "consumptions-within-max",
+        "no consumption beyond max_attempts across redeliveries: the FIFO listener consumes a message at most "
+        "max_attempts times in all, counting every delivery this consumer got",
+        lambda s: s[0] != FIFO or all(r[10] <= maxa for r in s[1]),
+        witness=lambda s: s[0] == FIFO and any(r[10] == maxa and r[1] >= 2 for r in s[1]),
+    ))
+    add(PUSH, always_step(
+        "no-unexplained-duplicate",
+        "a message is consumed again after its listener succeeded only on a later delivery by the server: the "
+        "server's redelivery explains every duplicate consumption",
+        lambda s, a, o, t: s[0] not in PUSH or a[0] != "consume" or not (isinstance(o, tuple) and o[0] in ("ok", "fail"))
+        or s[1][a[1]][9] < s[1][a[1]][5],
+        witness=lambda s, a, o, t: s[0] in PUSH and a[0] == "consume" and isinstance(o, tuple)
+        and o[0] in ("ok", "fail") and (s[1][a[1]][4] > 0 or s[1][a[1]][5] >= 2),
+        actions=("consume",),
+    ))
+    add(PAIR_STANDARD, sometimes(
         "standard-concurrent-consumption",
         "standard mode consumes two messages of one queue at the same time",
         lambda s: s[0] == STANDARD and any(sum(s[1][m][2] in IN_CONSUMPTION for m in qm) >= 2 for qm in self.by_queue),
@@ -226,7 +272,7 @@ def build_properties(self: Model) -> list:
         "a FIFO message fails, is consumed again locally and then acked",
         lambda s: s[0] == FIFO and any(r[0] == S_ACKED and r[4] >= 2 for r in s[1]),
     ))
-    add((FIFO,), sometimes(
+    add(PAIR_FIFO, sometimes(
         "fifo-dead-lettered-then-next",
         "a FIFO message is dead-lettered by the client and the next one of its queue is then acked",
         lambda s: s[0] == FIFO and any(
@@ -245,16 +291,48 @@ def build_properties(self: Model) -> list:
         "a receive loop finds its cache full and waits",
         lambda s: s[0] in PUSH and any(pq[0] for pq in s[2]),
     ))
+    if c.expiry_while_held:
+        add(PUSH, sometimes(
+            "redelivered-while-in-consumption",
+            "the invisible time of a message in consumption runs out and the server's redelivery reaches the "
+            "process queue while the old copy is still being consumed or settled",
+            lambda s: s[0] in PUSH and any(r[6] for r in s[1]),
+        ))
+    if c.remember_outcome and not c.settle_until_success and (c.expiry_while_held or c.server_faults):
+        add((FIFO,), sometimes(
+            "fifo-settled-from-memo",
+            "a FIFO redelivery is settled with the outcome decided on an earlier delivery, without consuming it again",
+            lambda s: s[0] == FIFO and any(r[2] in (C_ACKING, C_DLQING) and r[4] == 0 for r in s[1]),
+        ))
+    if c.rebalance:
+        add((FIFO,), sometimes(
+            "given-back-while-in-flight",
+            "a message queue is taken away while one of its messages is in consumption, and given back (a new "
+            "process queue) before that consumption finished",
+            lambda s: s[0] == FIFO and any(
+                r[8] and r[2] in IN_CONSUMPTION and s[2][c.msg_queue[m]][4] for m, r in enumerate(s[1])),
+        ))
     push_fair = (
-        "weak fairness of every client step (receive loop, dispatcher, consumption, unlock), of every "
-        "successful server answer to ack / change-invisible / DLQ, and of the server's invisible-time "
-        "expiry; a failing answer is never forced (the server eventually answers OK)"
+        "weak fairness of every client step (receive loop, dispatcher, consumption, retry-policy delay, unlock), "
+        "of a receive answered with messages or none, of the definitive answer to a settle (OK to a valid receipt "
+        "handle, INVALID_RECEIPT_HANDLE / NOT_FOUND to a stale one) and of the server's invisible-time expiry; "
+        "timeouts, throttling, lost answers and BAD_REQUEST are never forced, nor is a rebalance"
     )
     add(PUSH, leads_to(
         "received-eventually-settled",
-        "once a message is received, every message (each received one in particular) is eventually acked or dead-lettered",
+        "once a message is received, every message (each received one in particular) is eventually acked or "
+        "dead-lettered, unless its queue was taken away from this consumer",
         lambda s: s[0] in PUSH and any(r[1] >= 1 for r in s[1]),
-        lambda s: s[0] not in PUSH or all(r[0] in SETTLED for r in s[1]),
+        lambda s: s[0] not in PUSH or all(r[0] in SETTLED or not s[2][c.msg_queue[m]][4] for m, r in enumerate(s[1])),
+        fairness=push_fair,
+    ))
+    add(PUSH, leads_to(
+        "no-stall",
+        "the consumer never stalls: every message it took (cached, in consumption, being settled) it eventually "
+        "lets go of (settled, given up after a non-retriable answer, or discarded), so no process queue stays "
+        "locked for ever",
+        lambda s: s[0] in PUSH and any(r[2] != C_NONE or r[6] for r in s[1]),
+        lambda s: s[0] not in PUSH or not any(r[2] != C_NONE or r[6] for r in s[1]),
         fairness=push_fair,
     ))
     add(PUSH, leads_to(
@@ -282,6 +360,13 @@ def build_properties(self: Model) -> list:
         "a message is acked after being redelivered",
         lambda s: s[0] == SIMPLE and any(r[0] == S_ACKED and r[1] >= 2 for r in s[1]),
     ))
+    if c.expiry_while_held or c.server_faults:
+        add((SIMPLE,), sometimes(
+            "simple-stale-handle",
+            "the application holds a message whose receipt handle is no longer valid (its invisible time ran out, "
+            "or a lost answer settled it): a settle call is answered INVALID_RECEIPT_HANDLE",
+            lambda s: s[0] == SIMPLE and any(r[2] == H_STALE for r in s[1]),
+        ))
     if c.simple_threads >= 2:
         add((SIMPLE,), sometimes(
             "simple-concurrent-receives",
@@ -293,6 +378,7 @@ def build_properties(self: Model) -> list:
         "every simple-consumer call returns (a result or an error); stated for thread 0, the threads being alike",
         lambda s: s[0] == SIMPLE and s[3][0][0] != OP_NONE,
         lambda s: s[0] != SIMPLE or s[3][0][0] == OP_NONE,
-        fairness="weak fairness of the request step; the server may answer with an error",
+        fairness="weak fairness of the request step answered with its definitive result; the server may also "
+        "answer with an error, throttle or lose the answer",
     ))
     return [p for rs, p in props if roles.intersection(rs)]

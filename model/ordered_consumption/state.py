@@ -28,15 +28,37 @@ S_READY, S_INVIS, S_ACKED, S_DLQ_SRV, S_DLQ_CLI = 0, 1, 2, 3, 4
 SRV_NAMES = ("ready", "invisible", "acked", "dlq-by-server", "dlq-by-client")
 SETTLED = (S_ACKED, S_DLQ_SRV, S_DLQ_CLI)
 
-# -- push consumer: message record (srv, delivered, cli, in_cache, consumed) -----
-C_NONE, C_CACHED, C_CONSUMING, C_ACKING, C_CIDING, C_DLQING = 0, 1, 2, 3, 4, 5
-CLI_NAMES = ("-", "cached", "consuming", "acking", "changing-invisible", "dead-lettering")
-IN_CONSUMPTION = (C_CONSUMING, C_ACKING, C_CIDING, C_DLQING)
-# process queue record (waiting, notified, locked, worker)
+# -- push consumer: message record ------------------------------------------------
+# (srv, delivered, cli, in_cache, consumed, copy, pending, memo, old, ok_on, total):
+#   srv, delivered  the server's status of the message and its delivery count;
+#   cli             the client's (oldest) copy: cached, in consumption, being settled;
+#   in_cache        that copy counts against its process queue's cache;
+#   consumed        local consumptions of that copy (FIFO re-consumes locally);
+#   copy            the delivery attempt that copy was received with: its receipt handle is
+#                   valid only while srv is invisible and copy == delivered (0: superseded by its
+#                   own change of invisible duration);
+#   pending         a newer delivery of the message, cached behind the copy still in consumption
+#                   (its delivery attempt; 0: none);
+#   memo            FIFO: the outcome (ack / DLQ) decided for a delivery whose settle the server
+#                   rejected, used to settle the redelivery without consuming it again;
+#   old             FIFO: the copy belongs to a process queue a rebalance dropped (its worker
+#                   finishes, the queue's new process queue has its own lock);
+#   ok_on, total    ghosts: the delivery of the live copy on which the listener succeeded (kept
+#                   while that copy lives: a copy received later comes from a later delivery), and
+#                   (FIFO) how many times the listener consumed the message in all.
+C_NONE, C_CACHED, C_CONSUMING, C_ACKING, C_CIDING, C_DLQING, C_DELAY = 0, 1, 2, 3, 4, 5, 6
+CLI_NAMES = ("-", "cached", "consuming", "acking", "changing-invisible", "dead-lettering", "retry-delay")
+IN_CONSUMPTION = (C_CONSUMING, C_ACKING, C_CIDING, C_DLQING, C_DELAY)
+M_NONE, M_ACK, M_DLQ = 0, 1, 2
+MEMO_NAMES = (None, "ack", "dlq")
+# process queue record (waiting, notified, locked, worker, assigned)
 W_IDLE, W_TAKE, W_BUSY, W_UNLOCK = 0, 1, 2, 3
 WORKER_NAMES = ("idle", "take", "busy", "unlock")
 
 # -- simple consumer: message record (srv, delivered, held); call (op, m, requests)
+# held: the application holds no copy, a copy with a valid receipt handle, or a stale one
+H_NONE, H_VALID, H_STALE = 0, 1, 2
+HELD_NAMES = (None, "valid", "stale")
 OP_NONE, OP_RECEIVE, OP_ACK, OP_CID = 0, 1, 2, 3
 OP_NAMES = (None, "receive", "ack", "change-invisible")
 
@@ -59,8 +81,8 @@ class OCConfig:
     fifo_rotates: bool = False  # a FIFO message rotated to the next queue like a normal one
     skip_type_check: bool = False  # the message type is not checked before sending
     # -- push / simple consumer
-    msg_queue: tuple = (0, 0, 1)  # queue of each message, in send order (offset order per queue)
-    msg_size: tuple = (1, 2, 1)  # body size of each message (for the byte threshold)
+    msg_queue: tuple = (0, 0)  # queue of each message, in send order (offset order per queue)
+    msg_size: tuple = (1, 2)  # body size of each message (for the byte threshold)
     cache_messages: int = 4  # maxCacheMessageCount, split over the process queues
     cache_bytes: int = 4  # maxCacheMessageSizeInBytes, split over the process queues
     server_batch: int = 2  # the most messages one receive returns
@@ -68,7 +90,6 @@ class OCConfig:
     erase_after_settle: bool = False  # upstream: a message leaves the cache only once settled
     settle_retry: bool = False  # upstream: standard ack / change-invisible retried until OK
     client_lock: bool = True  # seed: FIFO dispatcher locks the process queue
-    server_gate: bool = False  # upstream: server withholds a FIFO queue's next message until settled
     dlq_when_exceeds: bool = False  # seed, read literally: DLQ once the count *exceeds* the maximum
     # faults (mutants):
     ignore_bytes: bool = False  # the receive loop checks only the message-count threshold
@@ -77,6 +98,18 @@ class OCConfig:
     simple_retry: bool = False  # the simple consumer retries a failed request internally
     # -- simple consumer
     simple_threads: int = 2  # application threads calling the simple consumer concurrently
+    # -- what the broker can do besides answering OK (impl/ordered_consumption/broker.py, faults.py);
+    # each on in the reference, off reproduces the seed's assumptions
+    expiry_while_held: bool = True  # invisible time runs out while the client holds the message
+    server_faults: bool = True  # lost answers, throttling, BAD_REQUEST, failed receives
+    rebalance: bool = True  # a message queue taken away (process queue dropped) and given back
+    retry_delay: bool = True  # FIFO: the retry policy's delay before a local re-consumption
+    answer_codes: bool = False  # one outcome per status code (same states, more transitions)
+    server_gate: bool = True  # the server withholds a FIFO queue's next message until settled
+    # -- the client's answer to a non-retriable settle answer (seed 001 FIFO steps 6 and 8)
+    settle_until_success: bool = False  # seed, literally: repeat ack / DLQ even after a non-retriable answer
+    remember_outcome: bool = True  # FIFO: a rejected settle's outcome settles the redelivery
+    memo_survives_drop: bool = True  # the remembered outcome outlives a dropped process queue
 
     def roles(self) -> tuple[int, ...]:
         flags = (self.producer, self.push_standard, self.push_fifo, self.simple)

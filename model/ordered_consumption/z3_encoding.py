@@ -41,11 +41,18 @@ from .state import (
     C_CACHED,
     C_CIDING,
     C_CONSUMING,
+    C_DELAY,
     C_DLQING,
     C_NONE,
     FIFO,
     FIFO_MSG,
+    H_NONE,
+    H_STALE,
+    H_VALID,
     IN_CONSUMPTION,
+    M_ACK,
+    M_DLQ,
+    M_NONE,
     OP_ACK,
     OP_CID,
     OP_NONE,
@@ -65,6 +72,7 @@ from .state import (
     S_DLQ_SRV,
     S_INVIS,
     S_READY,
+    SETTLED,
     SIMPLE,
     STANDARD,
     TXN,
@@ -80,7 +88,7 @@ I = z3.IntSort()
 B = z3.BoolSort()
 
 SCALARS = (
-    "role", "n", "Q", "T", "maxa", "maxs", "thr_c", "thr_b", "batch",
+    "role", "n", "Q", "T", "maxa", "maxs", "cmsg", "cbytes", "batch",
     # producer
     "phase", "mtype", "group", "sent", "queue", "backoff", "elapsed", "result", "cur",
     # simple consumer
@@ -89,25 +97,29 @@ SCALARS = (
 INT_ARRAYS = (
     "mq", "sz",  # message -> queue, message -> size (constant)
     "srv", "dl", "cli", "inc", "cons",  # messages (push); srv, dl also simple
-    "waiting", "notified", "locked", "worker",  # process queues
+    "cd", "pd", "memo", "old", "okd", "tot",  # push: the client's copies, remembered outcome, ghosts
+    "waiting", "notified", "locked", "worker", "assigned",  # process queues
     "held",  # simple: held by the application
     "op", "cm", "reqs",  # simple: one call per thread
 )
 BOOL_ARRAYS = ("acc",)  # producer: queue accepts the message type
 FIELDS = SCALARS + INT_ARRAYS + BOOL_ARRAYS
-CONSTANT = ("n", "Q", "T", "maxa", "maxs", "thr_c", "thr_b", "batch", "mq", "sz")
+CONSTANT = ("n", "Q", "T", "maxa", "maxs", "cmsg", "cbytes", "batch", "mq", "sz")
 
 
 #: index kind of each action parameter
 PARAM_KIND = {"q": "queue", "p": "queue", "m": "msg", "last": "msg", "th": "thread"}
 
 #: index kind of each array field
-KIND = {f: "msg" for f in ("mq", "sz", "srv", "dl", "cli", "inc", "cons", "held")}
-KIND.update({f: "queue" for f in ("waiting", "notified", "locked", "worker", "acc")})
+KIND = {f: "msg" for f in ("mq", "sz", "srv", "dl", "cli", "inc", "cons", "cd", "pd", "memo", "old", "okd", "tot", "held")}
+KIND.update({f: "queue" for f in ("waiting", "notified", "locked", "worker", "assigned", "acc")})
 KIND.update({f: "thread" for f in ("op", "cm", "reqs")})
 
 
 PUSH = (STANDARD, FIFO)
+#: the push message record and process-queue record, field by field (model state order)
+MSG_FIELDS = ("srv", "dl", "cli", "inc", "cons", "cd", "pd", "memo", "old", "okd", "tot")
+PQ_FIELDS = ("waiting", "notified", "locked", "worker", "assigned")
 
 
 class St:
@@ -141,18 +153,18 @@ class OrderedConsumptionEncoding(Encoding):
         self.config = config or OCConfig()
         self.roles = self.config.roles()
         c = self.config
-        fifo_aux = ["fifo-no-change-invisible", "fifo-invisible-held"]
-        if c.client_lock:
-            one = ["fifo-lock-iff-worker", "fifo-consumer-holds-lock"]
-        elif c.server_gate:
-            one = ["held-is-invisible", "fifo-gate-one-invisible"]
-        else:
-            one = []
+        one = ["fifo-lock-iff-worker", "fifo-dropped-idle", "fifo-consumer-holds-lock"] if c.client_lock else []
+        attempts = ["deliveries-within-max", "ready-below-max", "copy-within-deliveries", "fifo-consuming-below-max",
+                    "fifo-cached-fresh"]
         self.strengthening = {
             "send-attempts-within-max": ["attempts-left-while-sending"],
             "txn-single-attempt": ["txn-unsent-until-done"],
             "fifo-one-in-consumption": one,
-            "consumed-at-most-max": ["fifo-consuming-below-max", "fifo-cached-fresh", "fifo-ready-undelivered"] + fifo_aux,
+            "consumed-at-most-max": attempts,
+            "delivered-at-most-max": ["ready-below-max"],
+            "standard-no-client-dlq": ["standard-no-memo"],
+            "consumptions-within-max": attempts + ["fifo-no-change-invisible", "fifo-delay-after-failure",
+                                                   "fifo-one-consumed-copy", "fifo-outcome-remembered"],
         }
 
     # ------------------------------------------------------------------ helpers
@@ -237,22 +249,23 @@ class OrderedConsumptionEncoding(Encoding):
         if set(self.roles) & set(PUSH):
             by_role.append(z3.Implies(z3.Or(s.role == STANDARD, s.role == FIFO), z3.And(
                 self.each("msg", s.n, lambda m: z3.And(
-                    rng(s.srv[m], S_READY, S_DLQ_CLI), rng(s.cli[m], C_NONE, C_DLQING), rng(s.inc[m], 0, 1),
-                    s.dl[m] >= 0, s.cons[m] >= 0), name="msg!wf2"),
+                    rng(s.srv[m], S_READY, S_DLQ_CLI), rng(s.cli[m], C_NONE, C_DELAY), rng(s.inc[m], 0, 1),
+                    s.dl[m] >= 0, s.cons[m] >= 0, s.cd[m] >= 0, s.pd[m] >= 0, rng(s.memo[m], M_NONE, M_DLQ),
+                    rng(s.old[m], 0, 1), s.okd[m] >= 0, s.tot[m] >= 0), name="msg!wf2"),
                 self.each("queue", s.Q, lambda p: z3.And(
                     rng(s.waiting[p], 0, 1), rng(s.notified[p], 0, 1), rng(s.locked[p], 0, 1),
-                    rng(s.worker[p], W_IDLE, W_UNLOCK)), name="queue!wf"))))
+                    rng(s.worker[p], W_IDLE, W_UNLOCK), rng(s.assigned[p], 0, 1)), name="queue!wf"))))
         if SIMPLE in self.roles:
             by_role.append(z3.Implies(s.role == SIMPLE, z3.And(
                 0 <= s.rr, s.rr < s.Q,
-                self.each("msg", s.n, lambda m: z3.And(rng(s.srv[m], S_READY, S_DLQ_CLI), rng(s.held[m], 0, 1),
+                self.each("msg", s.n, lambda m: z3.And(rng(s.srv[m], S_READY, S_DLQ_CLI), rng(s.held[m], H_NONE, H_STALE),
                                                        s.dl[m] >= 0), name="msg!wf2"),
                 self.each("thread", s.T, lambda x: z3.And(rng(s.op[x], OP_NONE, OP_CID), s.reqs[x] >= 0,
                                                           z3.Implies(s.op[x] != OP_NONE, z3.Implies(s.op[x] != OP_RECEIVE, self._msg(s, s.cm[x])))),
                           name="thread!wf"))))
         return z3.And(
             s.n >= 0, s.Q >= 1, s.T >= 0,
-            s.maxa >= 1, s.maxs >= 1, s.thr_c >= 1, s.thr_b >= 1, s.batch >= 1,
+            s.maxa >= 1, s.maxs >= 1, s.cmsg >= 1, s.cbytes >= 1, s.batch >= 1,
             z3.Or([s.role == r for r in self.roles]),
             self.each("msg", s.n, lambda m: z3.And(0 <= s.mq[m], s.mq[m] < s.Q), name="msg!wf"),
             *by_role,
@@ -276,7 +289,8 @@ class OrderedConsumptionEncoding(Encoding):
                     s.role == r,
                     *[self._eq(f, s[f], z3.IntVal(v)) for f, v in (
                         ("srv", S_READY), ("dl", 0), ("cli", C_NONE), ("inc", 0), ("cons", 0),
-                        ("waiting", 0), ("notified", 0), ("locked", 0), ("worker", W_IDLE))],
+                        ("cd", 0), ("pd", 0), ("memo", M_NONE), ("old", 0), ("okd", 0), ("tot", 0),
+                        ("waiting", 0), ("notified", 0), ("locked", 0), ("worker", W_IDLE), ("assigned", 1))],
                 ))
         if SIMPLE in self.roles:
             out.append(z3.And(
@@ -344,27 +358,96 @@ class OrderedConsumptionEncoding(Encoding):
             ]
 
         # ---------------------------------------------------------- push consumer
+        # model._receive ... model._create_process_queue, field for field
         def is_push(s):
             return z3.Or([s.role == r for r in PUSH if r in roles] or [z3.BoolVal(False)])
 
         def pq(s, p):
             return z3.And(0 <= p, p < s.Q)
 
-        def released(s, m, role_fifo):
-            """Process-queue fields after m is settled (ack / DLQ ok)."""
+        def has_msgs(s, p):
+            return self.some("msg", s.n, lambda x: s.mq[x] == p, name="msg!has")
+
+        def settled(v):
+            return z3.Or([v == x for x in SETTLED])
+
+        def let_go(s, m, s0=None, mm=None):
+            """Field updates when the client is done with its copy of m (model._let_go)."""
+            s0 = s.srv[m] if s0 is None else s0
+            mm = s.memo[m] if mm is None else mm
+            pend = s.pd[m] != 0
+            normed = z3.And(z3.Not(pend), settled(s0))
             p = s.mq[m]
+            upd = dict(
+                srv=z3.Store(s.srv, m, s0),
+                cli=z3.Store(s.cli, m, z3.If(pend, C_CACHED, C_NONE)),
+                inc=z3.Store(s.inc, m, z3.If(pend, 1, 0)),
+                cons=z3.Store(s.cons, m, z3.If(pend, 0, s.cons[m])),
+                cd=z3.Store(s.cd, m, z3.If(pend, s.pd[m], z3.If(normed, 0, s.cd[m]))),
+                pd=z3.Store(s.pd, m, 0),
+                memo=z3.Store(s.memo, m, z3.If(normed, M_NONE, mm)),
+                old=z3.Store(s.old, m, 0),
+                okd=z3.Store(s.okd, m, 0),
+                tot=z3.Store(s.tot, m, z3.If(normed, 0, s.tot[m])),
+            )
+            mine = z3.And(s.role == FIFO, s.old[m] == 0)
+            promoted = z3.And(pend, s.assigned[p] != 0)
             if c.client_lock:
-                fifo = {"worker": z3.Store(s.worker, p, W_UNLOCK), "notified": s.notified}
+                upd["worker"] = z3.If(mine, z3.Store(s.worker, p, W_UNLOCK), s.worker)
+                upd["notified"] = z3.If(z3.And(z3.Not(mine), promoted), z3.Store(s.notified, p, 1), s.notified)
             else:
-                fifo = {"worker": s.worker, "notified": z3.Store(s.notified, p, 1)}
-            return {k: z3.If(role_fifo, v, s[k]) for k, v in fifo.items()}
+                upd["notified"] = z3.If(z3.Or(mine, promoted), z3.Store(s.notified, p, 1), s.notified)
+            return upd
+
+        def give_up(s, m, outcome):
+            """C1 (+ C2: FIFO remembers the outcome) -- model._give_up."""
+            mm = None
+            if outcome != M_NONE and c.remember_outcome:
+                keep = z3.BoolVal(True) if c.memo_survives_drop else (s.old[m] == 0)
+                mm = z3.If(z3.And(s.role == FIFO, keep), outcome, s.memo[m])
+            return let_go(s, m, mm=mm)
+
+        def settle(s, t, m, applied, repeat, outcome, lost_cd=None):
+            """Every answer to one settle request (model._settle_answers); ``applied``: srv once applied."""
+            valid = z3.And(s.srv[m] == S_INVIS, s.cd[m] == s.dl[m])
+            stay = self._upd(s, t)
+            up = self._upd(s, t, **give_up(s, m, outcome))
+            gave_up = z3.If(repeat, stay, up) if c.settle_until_success else up
+            again = z3.If(repeat, stay, self._upd(s, t, **let_go(s, m)))
+            outs = [z3.And(valid, self._upd(s, t, **let_go(s, m, s0=applied))), again,
+                    z3.And(z3.Not(valid), gave_up)]
+            if c.server_faults:
+                kept = dict(srv=z3.Store(s.srv, m, applied))
+                if lost_cd is not None:
+                    kept["cd"] = z3.Store(s.cd, m, lost_cd)
+                outs.append(z3.And(valid, z3.If(repeat, self._upd(s, t, **kept), self._upd(s, t, **let_go(s, m, s0=applied)))))
+                outs.append(z3.And(valid, gave_up))  # BAD_REQUEST: non-retriable, not applied
+            return z3.Or(outs)
+
+        def thresholds(s):
+            """(count, bytes) per process queue: max(1, total / assigned process queues); exact while
+            bounded, free in the unbounded proofs (no always property speaks of them)."""
+            if self.bound is None or "queue" not in self.bound:
+                return z3.FreshInt("thr_c"), z3.FreshInt("thr_b")
+            nq = self.bound["queue"]
+            n = z3.Sum([z3.If(s.assigned[k] != 0, 1, 0) for k in range(nq)])
+            out = []
+            for total in (s.cmsg, s.cbytes):
+                v = z3.If(total > 1, total, 1)  # n == 0: max(1, total / 1)
+                for k in range(nq, 0, -1):
+                    q = total / k
+                    v = z3.If(n == k, z3.If(q > 1, q, 1), v)
+                out.append(v)
+            return out[0], out[1]
 
         def receive(s, t, p, last):
             in_cache = lambda x: z3.And(s.mq[x] == p, s.inc[x] != 0)
-            cnt = self._card(s, in_cache)
-            byts = self._weight(s, in_cache)
-            full = z3.Or(cnt >= s.thr_c, z3.BoolVal(False) if c.ignore_bytes else byts >= s.thr_b)
-            batch = z3.If(s.thr_c - cnt > 1, s.thr_c - cnt, 1)
+            behind = lambda x: z3.And(s.mq[x] == p, s.pd[x] != 0)
+            cnt = self._card(s, in_cache) + self._card(s, behind)
+            byts = self._weight(s, in_cache) + self._weight(s, behind)
+            thr_c, thr_b = thresholds(s)
+            full = z3.Or(cnt >= thr_c, z3.BoolVal(False) if c.ignore_bytes else byts >= thr_b)
+            batch = z3.If(thr_c - cnt > 1, thr_c - cnt, 1)
             batch = z3.If(batch < s.batch, batch, s.batch)
             if c.server_gate:
                 gated = s.role == FIFO
@@ -374,32 +457,43 @@ class OrderedConsumptionEncoding(Encoding):
                 blocked = z3.BoolVal(False)
             ready = lambda x: z3.And(s.mq[x] == p, s.srv[x] == S_READY)
             none_ready = z3.Or(blocked, z3.Not(self.some("msg", s.n, ready, name="msg!ready")))
+            first = z3.And(self._msg(s, last), ready(last),
+                           self.each("msg", s.n, lambda x: z3.Implies(z3.And(x < last, s.mq[x] == p), s.srv[x] != S_READY),
+                                     name="msg!first"))
             got = lambda x: z3.And(0 <= x, x <= last, ready(x))
             prefix = self._card(s, got)
-            if c.server_gate:
-                # a batch of one is exact without counting: `last` is the first ready message
-                first = self.each("msg", s.n, lambda x: z3.Implies(z3.And(x < last, s.mq[x] == p), s.srv[x] != S_READY),
-                                  name="msg!first")
-                one = z3.Implies(s.role == FIFO, first)
-            else:
-                one = z3.BoolVal(True)
+            # a batch of one is exact without counting: `last` is the first ready message
+            one = z3.Implies(s.role == FIFO, first) if c.server_gate else z3.BoolVal(True)
+            fresh = lambda x: z3.And(got(x), s.cli[x] == C_NONE)
+            cached = lambda x: z3.And(got(x), s.cli[x] == C_CACHED)
+            behind_new = lambda x: z3.And(got(x), s.cli[x] != C_NONE, s.cli[x] != C_CACHED)
+            issued = self._upd(s, t, waiting=z3.Store(s.waiting, p, 0))
             take = z3.And(
                 z3.Not(blocked), self._msg(s, last), ready(last), prefix <= batch, one,
                 self._upd(
                     s, t,
                     srv=self._lam(s.srv, lambda x: z3.If(got(x), S_INVIS, s.srv[x])),
                     dl=self._lam(s.dl, lambda x: z3.If(got(x), s.dl[x] + 1, s.dl[x])),
-                    cli=self._lam(s.cli, lambda x: z3.If(got(x), C_CACHED, s.cli[x])),
-                    inc=self._lam(s.inc, lambda x: z3.If(got(x), 1, s.inc[x])),
-                    cons=self._lam(s.cons, lambda x: z3.If(got(x), 0, s.cons[x])),
+                    cli=self._lam(s.cli, lambda x: z3.If(fresh(x), C_CACHED, s.cli[x])),
+                    inc=self._lam(s.inc, lambda x: z3.If(fresh(x), 1, s.inc[x])),
+                    cons=self._lam(s.cons, lambda x: z3.If(fresh(x), 0, s.cons[x])),
+                    cd=self._lam(s.cd, lambda x: z3.If(z3.Or(fresh(x), cached(x)), s.dl[x] + 1, s.cd[x])),
+                    pd=self._lam(s.pd, lambda x: z3.If(fresh(x), 0, z3.If(behind_new(x), s.dl[x] + 1, s.pd[x]))),
+                    old=self._lam(s.old, lambda x: z3.If(fresh(x), 0, s.old[x])),
                     waiting=z3.Store(s.waiting, p, 0),
                     notified=z3.Store(s.notified, p, 1),
                 ),
             )
-            return z3.And(is_push(s), pq(s, p), z3.If(
+            answers = [z3.And(none_ready, issued), take]
+            if c.server_faults:
+                answers.append(issued)  # timeout / unavailable / throttled
+                answers.append(z3.And(z3.Not(blocked), first, self._upd(
+                    s, t, srv=z3.Store(s.srv, last, S_INVIS), dl=z3.Store(s.dl, last, s.dl[last] + 1),
+                    waiting=z3.Store(s.waiting, p, 0))))  # delivered, the answer lost
+            return z3.And(is_push(s), pq(s, p), s.assigned[p] != 0, has_msgs(s, p), z3.If(
                 full,
                 self._upd(s, t, waiting=z3.Store(s.waiting, p, 1)),
-                z3.Or(z3.And(none_ready, self._upd(s, t, waiting=z3.Store(s.waiting, p, 0))), take),
+                z3.Or(answers),
             ))
 
         def dispatch(s, t, p, m):
@@ -433,8 +527,10 @@ class OrderedConsumptionEncoding(Encoding):
                           self._upd(s, t, locked=z3.Store(s.locked, p, 0), worker=z3.Store(s.worker, p, W_IDLE), notified=notified))
 
         def consume(s, t, m):
+            remembered = self._upd(s, t, cli=z3.Store(s.cli, m, z3.If(s.memo[m] == M_ACK, C_ACKING, C_DLQING)),
+                                   memo=z3.Store(s.memo, m, M_NONE))
             cons1 = s.cons[m] + 1
-            attempt = s.dl[m] - 1 + cons1
+            attempt = s.cd[m] - 1 + cons1
             std = s.role == STANDARD
             erase = z3.If(std, 0, s.inc[m]) if not c.erase_after_settle else s.inc[m]
             if c.standard_client_dlq:
@@ -442,46 +538,84 @@ class OrderedConsumptionEncoding(Encoding):
             else:
                 std_fail = z3.IntVal(C_CIDING)
             over = attempt > s.maxa if c.dlq_when_exceeds else attempt >= s.maxa
-            fifo_fail = z3.If(over, C_DLQING, C_CONSUMING)
+            fifo_fail = z3.If(over, C_DLQING, C_DELAY if c.retry_delay else C_CONSUMING)
             fail_cli = z3.If(std, std_fail, fifo_fail)
-            inc1, cons2 = z3.Store(s.inc, m, erase), z3.Store(s.cons, m, cons1)
-            return z3.And(is_push(s), self._msg(s, m), s.cli[m] == C_CONSUMING, z3.Or(
-                self._upd(s, t, cli=z3.Store(s.cli, m, C_ACKING), inc=inc1, cons=cons2),
-                self._upd(s, t, cli=z3.Store(s.cli, m, fail_cli), inc=inc1, cons=cons2),
-            ))
+            tot1 = z3.If(s.role == FIFO, z3.If(s.tot[m] + 1 < s.maxa + 1, s.tot[m] + 1, s.maxa + 1), 0)
+            ch = dict(inc=z3.Store(s.inc, m, erase), cons=z3.Store(s.cons, m, cons1), tot=z3.Store(s.tot, m, tot1))
+            return z3.And(is_push(s), self._msg(s, m), s.cli[m] == C_CONSUMING, z3.If(
+                s.memo[m] != M_NONE, remembered, z3.Or(
+                    self._upd(s, t, cli=z3.Store(s.cli, m, C_ACKING), okd=z3.Store(s.okd, m, s.cd[m]), **ch),
+                    self._upd(s, t, cli=z3.Store(s.cli, m, fail_cli), **ch),
+                )))
+
+        def next_attempt_delay(s, t, m):
+            return z3.And(is_push(s), self._msg(s, m), s.cli[m] == C_DELAY,
+                          self._upd(s, t, cli=z3.Store(s.cli, m, C_CONSUMING)))
 
         def ack(s, t, m):
-            ok = self._upd(s, t, srv=z3.Store(s.srv, m, S_ACKED), cli=z3.Store(s.cli, m, C_NONE),
-                      inc=z3.Store(s.inc, m, 0), **released(s, m, s.role == FIFO))
-            gone = self._upd(s, t, cli=z3.Store(s.cli, m, C_NONE), inc=z3.Store(s.inc, m, 0))
-            retried = z3.BoolVal(True) if c.settle_retry else (s.role == FIFO)
-            err = z3.If(retried, self._upd(s, t), gone)
-            return z3.And(is_push(s), self._msg(s, m), s.cli[m] == C_ACKING, z3.Or(ok, err))
+            repeat = z3.BoolVal(True) if c.settle_retry else (s.role == FIFO)
+            return z3.And(is_push(s), self._msg(s, m), s.cli[m] == C_ACKING, settle(s, t, m, S_ACKED, repeat, M_ACK))
 
         def change_invisible(s, t, m):
-            gone = self._upd(s, t, cli=z3.Store(s.cli, m, C_NONE), inc=z3.Store(s.inc, m, 0))
-            err = self._upd(s, t) if c.settle_retry else gone
-            return z3.And(is_push(s), self._msg(s, m), s.cli[m] == C_CIDING, z3.Or(gone, err))
+            return z3.And(is_push(s), self._msg(s, m), s.cli[m] == C_CIDING,
+                          settle(s, t, m, s.srv[m], z3.BoolVal(c.settle_retry), M_NONE, lost_cd=0))
 
         def forward_to_dlq(s, t, m):
-            ok = self._upd(s, t, srv=z3.Store(s.srv, m, S_DLQ_CLI), cli=z3.Store(s.cli, m, C_NONE),
-                      inc=z3.Store(s.inc, m, 0), **released(s, m, s.role == FIFO))
-            return z3.And(is_push(s), self._msg(s, m), s.cli[m] == C_DLQING, z3.Or(ok, self._upd(s, t)))
+            return z3.And(is_push(s), self._msg(s, m), s.cli[m] == C_DLQING,
+                          settle(s, t, m, S_DLQ_CLI, z3.BoolVal(True), M_DLQ))
+
+        def drop_process_queue(s, t, p):
+            mine = lambda x: s.mq[x] == p
+            cached = lambda x: z3.And(mine(x), s.cli[x] == C_CACHED)
+            busy = lambda x: z3.And(mine(x), s.cli[x] != C_NONE, s.cli[x] != C_CACHED)
+            gone = lambda x: z3.And(cached(x), settled(s.srv[x]))  # discarded and normalised
+            memo = (lambda x: s.memo[x]) if c.memo_survives_drop else (lambda x: z3.If(mine(x), M_NONE, s.memo[x]))
+            return z3.And(is_push(s), pq(s, p), s.assigned[p] != 0, has_msgs(s, p), self._upd(
+                s, t,
+                cli=self._lam(s.cli, lambda x: z3.If(cached(x), C_NONE, s.cli[x])),
+                inc=self._lam(s.inc, lambda x: z3.If(z3.Or(cached(x), busy(x)), 0, s.inc[x])),
+                pd=self._lam(s.pd, lambda x: z3.If(z3.Or(cached(x), busy(x)), 0, s.pd[x])),
+                old=self._lam(s.old, lambda x: z3.If(cached(x), 0, z3.If(busy(x), z3.If(s.role == FIFO, 1, 0), s.old[x]))),
+                memo=self._lam(s.memo, lambda x: z3.If(gone(x), M_NONE, memo(x))),
+                cd=self._lam(s.cd, lambda x: z3.If(gone(x), 0, s.cd[x])),
+                okd=self._lam(s.okd, lambda x: z3.If(gone(x), 0, s.okd[x])),
+                tot=self._lam(s.tot, lambda x: z3.If(gone(x), 0, s.tot[x])),
+                waiting=z3.Store(s.waiting, p, 0), notified=z3.Store(s.notified, p, 0),
+                locked=z3.Store(s.locked, p, 0), worker=z3.Store(s.worker, p, W_IDLE),
+                assigned=z3.Store(s.assigned, p, 0),
+            ))
+
+        def create_process_queue(s, t, p):
+            return z3.And(is_push(s), pq(s, p), s.assigned[p] == 0, has_msgs(s, p), self._upd(
+                s, t, waiting=z3.Store(s.waiting, p, 0), notified=z3.Store(s.notified, p, 0),
+                locked=z3.Store(s.locked, p, 0), worker=z3.Store(s.worker, p, W_IDLE),
+                assigned=z3.Store(s.assigned, p, 1)))
 
         def expire(s, t, m):
             out = []
             if roles & set(PUSH):
-                out.append(z3.And(is_push(s), s.cli[m] == C_NONE, s.srv[m] == S_INVIS, z3.If(
-                    s.dl[m] >= s.maxa,
-                    self._upd(s, t, srv=z3.Store(s.srv, m, S_DLQ_SRV), cli=z3.Store(s.cli, m, C_NONE), inc=z3.Store(s.inc, m, 0)),
-                    self._upd(s, t, srv=z3.Store(s.srv, m, S_READY), cli=z3.Store(s.cli, m, C_NONE), inc=z3.Store(s.inc, m, 0),
-                         cons=z3.Store(s.cons, m, 0)),
-                )))
+                held = z3.BoolVal(True) if c.expiry_while_held else z3.And(s.cli[m] == C_NONE, s.pd[m] == 0)
+                normed = z3.And(s.cli[m] == C_NONE, s.pd[m] == 0)
+                dead = self._upd(
+                    s, t, srv=z3.Store(s.srv, m, S_DLQ_SRV),
+                    inc=z3.Store(s.inc, m, z3.If(normed, 0, s.inc[m])),
+                    cd=z3.Store(s.cd, m, z3.If(normed, 0, s.cd[m])),
+                    memo=z3.Store(s.memo, m, z3.If(normed, M_NONE, s.memo[m])),
+                    old=z3.Store(s.old, m, z3.If(normed, 0, s.old[m])),
+                    okd=z3.Store(s.okd, m, z3.If(normed, 0, s.okd[m])),
+                    tot=z3.Store(s.tot, m, z3.If(normed, 0, s.tot[m])))
+                let = s.cli[m] == C_NONE
+                visible = self._upd(s, t, srv=z3.Store(s.srv, m, S_READY),
+                                    cons=z3.Store(s.cons, m, z3.If(let, 0, s.cons[m])),
+                                    cd=z3.Store(s.cd, m, z3.If(let, 0, s.cd[m])))
+                out.append(z3.And(is_push(s), s.srv[m] == S_INVIS, held, z3.If(s.dl[m] >= s.maxa, dead, visible)))
             if SIMPLE in roles:
-                out.append(z3.And(s.role == SIMPLE, s.srv[m] == S_INVIS, s.held[m] == 0, z3.If(
+                enabled = z3.BoolVal(True) if c.expiry_while_held else (s.held[m] != H_VALID)
+                stale = z3.Store(s.held, m, z3.If(s.held[m] != H_NONE, H_STALE, H_NONE))
+                out.append(z3.And(s.role == SIMPLE, s.srv[m] == S_INVIS, enabled, z3.If(
                     s.dl[m] >= s.maxa,
-                    self._upd(s, t, srv=z3.Store(s.srv, m, S_DLQ_SRV), held=z3.Store(s.held, m, 0)),
-                    self._upd(s, t, srv=z3.Store(s.srv, m, S_READY), held=z3.Store(s.held, m, 0)),
+                    self._upd(s, t, srv=z3.Store(s.srv, m, S_DLQ_SRV), held=stale),
+                    self._upd(s, t, srv=z3.Store(s.srv, m, S_READY), held=stale),
                 )))
             return z3.And(self._msg(s, m), z3.Or(out))
 
@@ -492,10 +626,16 @@ class OrderedConsumptionEncoding(Encoding):
                 SymAction("take", [("p", I), ("m", I)], take),
                 SymAction("unlock", [("p", I)], unlock),
                 SymAction("consume", [("m", I)], consume),
+                SymAction("next_attempt_delay", [("m", I)], next_attempt_delay),
                 SymAction("ack", [("m", I)], ack),
                 SymAction("change_invisible", [("m", I)], change_invisible),
                 SymAction("forward_to_dlq", [("m", I)], forward_to_dlq),
             ]
+            if c.rebalance:
+                acts += [
+                    SymAction("drop_process_queue", [("p", I)], drop_process_queue),
+                    SymAction("create_process_queue", [("p", I)], create_process_queue),
+                ]
         if roles & {STANDARD, FIFO, SIMPLE}:
             acts.append(SymAction("expire", [("m", I)], expire))
 
@@ -519,25 +659,37 @@ class OrderedConsumptionEncoding(Encoding):
             return rel
 
         def rpc(s, t, th, m):
+            """model._s_rpc: the one request of a call and every answer to it."""
             op, cm = s.op[th], s.cm[th]
             idle = dict(op=z3.Store(s.op, th, OP_NONE), cm=z3.Store(s.cm, th, -1), reqs=z3.Store(s.reqs, th, 0))
             rr1 = z3.If(s.rr + 1 == s.Q, 0, s.rr + 1)
+
+            def returned(rr=None, **ch):
+                # a failure is returned to the application as is (the mutant retries instead)
+                if c.simple_retry:
+                    return self._upd(s, t, reqs=z3.Store(s.reqs, th, z3.If(s.reqs[th] + 1 < 2, s.reqs[th] + 1, 2)), **ch)
+                return self._upd(s, t, rr=s.rr if rr is None else rr, **idle, **ch)
+
             first = z3.And(self._msg(s, m), s.mq[m] == s.rr, s.srv[m] == S_READY,
                            self.each("msg", s.n, lambda x: z3.Implies(z3.And(x < m, s.mq[x] == s.rr), s.srv[x] != S_READY),
                                      name="msg!first"))
+            delivered = dict(srv=z3.Store(s.srv, m, S_INVIS), dl=z3.Store(s.dl, m, s.dl[m] + 1))
             received = z3.Or(
-                z3.And(first, self._upd(s, t, srv=z3.Store(s.srv, m, S_INVIS), dl=z3.Store(s.dl, m, s.dl[m] + 1),
-                                   held=z3.Store(s.held, m, 1), rr=rr1, **idle)),
+                z3.And(first, self._upd(s, t, held=z3.Store(s.held, m, H_VALID), rr=rr1, **delivered, **idle)),
                 z3.And(self._none(s, s.rr, s.srv, S_READY), self._upd(s, t, rr=rr1, **idle)),
             )
-            acked = self._upd(s, t, srv=z3.Store(s.srv, cm, S_ACKED), held=z3.Store(s.held, cm, 0), **idle)
-            changed = self._upd(s, t, held=z3.Store(s.held, cm, 0), **idle)
+            valid = s.held[cm] == H_VALID
+            acked = z3.And(valid, self._upd(s, t, srv=z3.Store(s.srv, cm, S_ACKED), held=z3.Store(s.held, cm, H_NONE), **idle))
+            changed = z3.And(valid, self._upd(s, t, held=z3.Store(s.held, cm, H_NONE), **idle))
             ok = z3.If(op == OP_RECEIVE, received, z3.If(op == OP_ACK, acked, changed))
-            if c.simple_retry:
-                err = self._upd(s, t, reqs=z3.Store(s.reqs, th, z3.If(s.reqs[th] + 1 < 2, s.reqs[th] + 1, 2)))
-            else:
-                err = self._upd(s, t, **idle)
-            return z3.And(s.role == SIMPLE, thread(s, th), op != OP_NONE, z3.Or(ok, err))
+            outs = [ok, returned()]  # OK; a retriable error (or, for a settle, a non-retriable answer)
+            if c.server_faults:
+                lost_settle = z3.And(valid, z3.If(
+                    op == OP_ACK,
+                    returned(srv=z3.Store(s.srv, cm, S_ACKED), held=z3.Store(s.held, cm, H_STALE)),
+                    returned(held=z3.Store(s.held, cm, H_STALE))))
+                outs.append(z3.If(op == OP_RECEIVE, z3.And(first, returned(rr=rr1, **delivered)), lost_settle))
+            return z3.And(s.role == SIMPLE, thread(s, th), op != OP_NONE, z3.Or(outs))
 
         def abandon(s, t, m):
             return z3.And(s.role == SIMPLE, self._msg(s, m), s.held[m] != 0, z3.Not(busy(s, m)),
@@ -584,14 +736,19 @@ class OrderedConsumptionEncoding(Encoding):
         def for_role(role, body):
             return lambda s: z3.Implies(s.role == role, body(s))
 
+        consumers = (STANDARD, FIFO, SIMPLE)
         return {
             "send-attempts-within-max": for_role(PRODUCER, lambda s: s.sent <= s.maxs),
             "txn-single-attempt": for_role(PRODUCER, lambda s: z3.Implies(s.mtype == TXN, s.sent <= 1)),
-            "fifo-one-in-consumption": for_role(FIFO, lambda s: pairwise(s, lambda m: self._in_consumption(s, m))),
+            "fifo-one-in-consumption": for_role(FIFO, lambda s: pairwise(
+                s, lambda m: z3.And(self._in_consumption(s, m), s.old[m] == 0))),
             "consumed-at-most-max": for_role(FIFO, lambda s: self.each("msg", s.n, lambda m: z3.Implies(
-                s.cons[m] != 0, s.dl[m] - 1 + s.cons[m] <= s.maxa))),
+                s.cons[m] != 0, s.cd[m] - 1 + s.cons[m] <= s.maxa))),
             "standard-no-client-dlq": for_role(STANDARD, lambda s: self.each("msg", s.n, lambda m: z3.And(
                 s.srv[m] != S_DLQ_CLI, s.cli[m] != C_DLQING))),
+            "delivered-at-most-max": lambda s: z3.Implies(z3.Or([s.role == r for r in consumers]), self.each(
+                "msg", s.n, lambda m: s.dl[m] <= s.maxa)),
+            "consumptions-within-max": for_role(FIFO, lambda s: self.each("msg", s.n, lambda m: s.tot[m] <= s.maxa)),
         }
 
     def auxiliaries(self):
@@ -601,6 +758,15 @@ class OrderedConsumptionEncoding(Encoding):
         def fifo_queues(body):
             return lambda s: z3.Implies(s.role == FIFO, self.each("queue", s.Q, lambda p: body(s, p), name="queue!aux"))
 
+        def consumer_msgs(body):
+            consumers = (STANDARD, FIFO, SIMPLE)
+            return lambda s: z3.Implies(z3.Or([s.role == r for r in consumers]),
+                                        self.each("msg", s.n, lambda m: body(s, m), name="msg!aux"))
+
+        def is_(s, m, *statuses):
+            return z3.Or([s.cli[m] == x for x in statuses])
+
+        below = (lambda a, b: a <= b) if self.config.dlq_when_exceeds else (lambda a, b: a < b)
         return [
             Aux("attempts-left-while-sending",
                 "a producer that has not finished has made fewer than max_send_attempts requests",
@@ -611,34 +777,58 @@ class OrderedConsumptionEncoding(Encoding):
             Aux("fifo-lock-iff-worker",
                 "in FIFO mode a process queue is locked exactly while its worker is not idle",
                 fifo_queues(lambda s, p: (s.locked[p] != 0) == (s.worker[p] != W_IDLE))),
+            Aux("fifo-dropped-idle",
+                "in FIFO mode a process queue that a rebalance dropped (and that was not given back) is unlocked, "
+                "its worker idle, its dispatcher not signalled",
+                fifo_queues(lambda s, p: z3.Implies(s.assigned[p] == 0, z3.And(
+                    s.locked[p] == 0, s.worker[p] == W_IDLE, s.notified[p] == 0)))),
+            Aux("standard-no-memo",
+                "standard mode never remembers an outcome (only FIFO settles a redelivery from a remembered outcome)",
+                lambda s: z3.Implies(s.role == STANDARD, self.each("msg", s.n, lambda m: s.memo[m] == M_NONE, name="msg!aux"))),
             Aux("fifo-consumer-holds-lock",
-                "in FIFO mode a message in consumption has its process queue's worker busy (holding the lock)",
-                fifo_msgs(lambda s, m: z3.Implies(self._in_consumption(s, m), s.worker[s.mq[m]] == W_BUSY))),
-            Aux("held-is-invisible",
-                "a message the push client holds (cached or in consumption) is invisible on the server",
-                lambda s: z3.Implies(z3.Or([s.role == r for r in PUSH]), self.each(
-                    "msg", s.n, lambda m: z3.Implies(s.cli[m] != C_NONE, s.srv[m] == S_INVIS), name="msg!aux"))),
-            Aux("fifo-gate-one-invisible",
-                "in FIFO mode with the server gate at most one message of a queue is invisible",
-                lambda s: z3.Implies(s.role == FIFO, self.each("msg", s.n, lambda a: self.each("msg", s.n, lambda b: z3.Implies(
-                    z3.And(a != b, s.mq[a] == s.mq[b], s.srv[a] == S_INVIS), s.srv[b] != S_INVIS), name="msg!b"), name="msg!a"))),
+                "in FIFO mode a message in consumption on its queue's current process queue has that process "
+                "queue's worker busy (holding the lock)",
+                fifo_msgs(lambda s, m: z3.Implies(z3.And(self._in_consumption(s, m), s.old[m] == 0),
+                                                  s.worker[s.mq[m]] == W_BUSY))),
+            Aux("deliveries-within-max",
+                "the server delivered a message at most max_attempts times (the property delivered-at-most-max, as "
+                "a strengthening of others)",
+                lambda s: self.invariants()["delivered-at-most-max"](s)),
+            Aux("ready-below-max",
+                "a visible (ready) message has been delivered fewer than max_attempts times (at the maximum the "
+                "server dead-letters it instead)",
+                consumer_msgs(lambda s, m: z3.Implies(s.srv[m] == S_READY, s.dl[m] < s.maxa))),
+            Aux("copy-within-deliveries",
+                "in FIFO mode the client's copy of a message came with a delivery the server made (1 <= attempt <= "
+                "delivery count); a newer delivery cached behind it is later still, and waits only behind a copy in "
+                "consumption",
+                fifo_msgs(lambda s, m: z3.And(
+                    z3.Implies(s.cli[m] != C_NONE, z3.And(1 <= s.cd[m], s.cd[m] <= s.dl[m])),
+                    z3.Implies(s.pd[m] != 0, z3.And(s.cd[m] < s.pd[m], s.pd[m] <= s.dl[m], self._in_consumption(s, m)))))),
             Aux("fifo-consuming-below-max",
-                "in FIFO mode a message being consumed has delivery attempt + local consumptions below the maximum",
-                fifo_msgs(lambda s, m: z3.Implies(s.cli[m] == C_CONSUMING,
-                                                  (s.dl[m] - 1 + s.cons[m] <= s.maxa) if self.config.dlq_when_exceeds
-                                                  else (s.dl[m] - 1 + s.cons[m] < s.maxa)))),
+                "in FIFO mode a message being consumed or waiting for its retry delay has delivery attempt + local "
+                "consumptions below the maximum",
+                fifo_msgs(lambda s, m: z3.Implies(is_(s, m, C_CONSUMING, C_DELAY), below(s.cd[m] - 1 + s.cons[m], s.maxa)))),
+            Aux("fifo-delay-after-failure",
+                "in FIFO mode a copy waits for the retry policy's delay only after a failed consumption",
+                fifo_msgs(lambda s, m: z3.Implies(s.cli[m] == C_DELAY, s.cons[m] >= 1))),
             Aux("fifo-cached-fresh",
-                "in FIFO mode a cached message was delivered once and not consumed yet",
-                fifo_msgs(lambda s, m: z3.Implies(s.cli[m] == C_CACHED, z3.And(s.cons[m] == 0, s.dl[m] <= 1)))),
-            Aux("fifo-ready-undelivered",
-                "in FIFO mode a visible (ready) message was never delivered",
-                fifo_msgs(lambda s, m: z3.Implies(s.srv[m] == S_READY, s.dl[m] == 0))),
-            Aux("fifo-invisible-held",
-                "in FIFO mode the client never lets go of an invisible message (so it never expires and is never redelivered)",
-                fifo_msgs(lambda s, m: z3.Implies(s.srv[m] == S_INVIS, s.cli[m] != C_NONE))),
+                "in FIFO mode a cached copy was not consumed yet",
+                fifo_msgs(lambda s, m: z3.Implies(s.cli[m] == C_CACHED, s.cons[m] == 0))),
             Aux("fifo-no-change-invisible",
                 "FIFO mode never changes a message's invisible duration",
                 fifo_msgs(lambda s, m: s.cli[m] != C_CIDING)),
+            Aux("fifo-one-consumed-copy",
+                "in FIFO mode a copy consumed (and not finished) is the only copy the listener ever consumed: the "
+                "total equals its local consumptions",
+                fifo_msgs(lambda s, m: z3.Implies(z3.And(s.cons[m] != 0, is_(s, m, C_CONSUMING, C_DELAY, C_ACKING, C_DLQING)),
+                                                  s.tot[m] == s.cons[m]))),
+            Aux("fifo-outcome-remembered",
+                "in FIFO mode once the listener consumed a message, a copy that is not being consumed or settled "
+                "has the outcome remembered (so it is settled, never consumed again)",
+                fifo_msgs(lambda s, m: z3.Implies(
+                    z3.And(s.tot[m] != 0, z3.Or(is_(s, m, C_NONE, C_CACHED), z3.And(s.cli[m] == C_CONSUMING, s.cons[m] == 0))),
+                    s.memo[m] != M_NONE))),
         ]
 
     # ------------------------------------------------------------------ concrete instances
@@ -651,7 +841,7 @@ class OrderedConsumptionEncoding(Encoding):
         return [
             s.n == len(c.msg_queue), s.Q == c.queues, s.T == c.simple_threads,
             s.maxa == c.max_attempts, s.maxs == c.max_send_attempts,
-            s.thr_c == model.thr_count, s.thr_b == model.thr_bytes, s.batch == c.server_batch,
+            s.cmsg == c.cache_messages, s.cbytes == c.cache_bytes, s.batch == c.server_batch,
         ] + [s.mq[k] == q for k, q in enumerate(c.msg_queue)] + [s.sz[k] == v for k, v in enumerate(c.msg_size)]
 
     def bounded(self, s, model):
@@ -676,10 +866,10 @@ class OrderedConsumptionEncoding(Encoding):
                 out += [s.op[k] == op, s.cm[k] == cm, s.reqs[k] == reqs]
         else:
             _, msgs, pqs = state
-            for k, (srv, d, cli, inc, cons) in enumerate(msgs):
-                out += [s.srv[k] == srv, s.dl[k] == d, s.cli[k] == cli, s.inc[k] == inc, s.cons[k] == cons]
-            for k, (w, nf, lk, wk) in enumerate(pqs):
-                out += [s.waiting[k] == w, s.notified[k] == nf, s.locked[k] == lk, s.worker[k] == wk]
+            for k, r in enumerate(msgs):
+                out += [s[f][k] == v for f, v in zip(MSG_FIELDS, r)]
+            for k, pq in enumerate(pqs):
+                out += [s[f][k] == v for f, v in zip(PQ_FIELDS, pq)]
         return z3.And(out)
 
     def decode(self, m, s, model):
@@ -695,8 +885,8 @@ class OrderedConsumptionEncoding(Encoding):
             return (SIMPLE, tuple((ev(s.srv[k]), ev(s.dl[k]), ev(s.held[k])) for k in range(n)), ev(s.rr),
                     tuple((ev(s.op[k]), ev(s.cm[k]), ev(s.reqs[k])) for k in range(T)))
         return (role,
-                tuple((ev(s.srv[k]), ev(s.dl[k]), ev(s.cli[k]), ev(s.inc[k]), ev(s.cons[k])) for k in range(n)),
-                tuple((ev(s.waiting[k]), ev(s.notified[k]), ev(s.locked[k]), ev(s.worker[k])) for k in range(Q)))
+                tuple(tuple(ev(s[f][k]) for f in MSG_FIELDS) for k in range(n)),
+                tuple(tuple(ev(s[f][k]) for f in PQ_FIELDS) for k in range(Q)))
 
     def action_args(self, action, model):
         name, *args = action
@@ -721,7 +911,9 @@ class OrderedConsumptionEncoding(Encoding):
                     + [(a, th, m) for a in ("call_ack", "call_change_invisible") for th in range(T) for m in range(n)]
                     + [("rpc", th) for th in range(T)] + [("abandon", m) for m in range(n)] + [("expire", m) for m in range(n)])
         return ([(a, p) for a in ("receive", "dispatch", "take", "unlock") for p in range(Q)]
-                + [(a, m) for a in ("consume", "ack", "change_invisible", "forward_to_dlq", "expire") for m in range(n)])
+                + ([(a, p) for a in ("drop_process_queue", "create_process_queue") for p in range(Q)] if c.rebalance else [])
+                + [(a, m) for a in ("consume", "next_attempt_delay", "ack", "change_invisible", "forward_to_dlq", "expire")
+                   for m in range(n)])
 
     def concrete_actions(self, model):
         out: list[tuple] = []
@@ -733,7 +925,7 @@ class OrderedConsumptionEncoding(Encoding):
         """A CTI state: sizes, limits, and the messages / queues / threads the
         z3 model singles out (the indices its array interpretations mention,
         else the first few), with enum names."""
-        from .state import CLI_NAMES, MTYPES, OP_NAMES, P_PHASES, RESULTS, SRV_NAMES, WORKER_NAMES
+        from .state import CLI_NAMES, MEMO_NAMES, MTYPES, OP_NAMES, P_PHASES, RESULTS, SRV_NAMES, WORKER_NAMES
 
         ev = lambda e: m.eval(e, model_completion=True).as_long()
         name = lambda names, v: names[v] if 0 <= v < len(names) else v
@@ -770,9 +962,13 @@ class OrderedConsumptionEncoding(Encoding):
         else:
             view.update({"messages": n, "queues": Q,
                          "msgs": {k: {"queue": ev(s.mq[k]), "server": name(SRV_NAMES, ev(s.srv[k])), "attempt": ev(s.dl[k]),
-                                      "client": name(CLI_NAMES, ev(s.cli[k])), "cached": ev(s.inc[k]), "consumed": ev(s.cons[k])}
-                                  for k in shown(("srv", "dl", "cli", "inc", "cons"), n)},
+                                      "client": name(CLI_NAMES, ev(s.cli[k])), "cached": ev(s.inc[k]), "consumed": ev(s.cons[k]),
+                                      "copy_attempt": ev(s.cd[k]), "pending_attempt": ev(s.pd[k]),
+                                      "memo": name(MEMO_NAMES, ev(s.memo[k])), "on_dropped_queue": ev(s.old[k]),
+                                      "ok_on_delivery": ev(s.okd[k]), "consumed_total": ev(s.tot[k])}
+                                  for k in shown(MSG_FIELDS, n)},
                          "process_queues": {k: {"waiting": ev(s.waiting[k]), "notified": ev(s.notified[k]),
-                                                "locked": ev(s.locked[k]), "worker": name(WORKER_NAMES, ev(s.worker[k]))}
-                                            for k in shown(("waiting", "notified", "locked", "worker"), Q)}})
+                                                "locked": ev(s.locked[k]), "worker": name(WORKER_NAMES, ev(s.worker[k])),
+                                                "assigned": ev(s.assigned[k])}
+                                            for k in shown(PQ_FIELDS, Q)}})
         return view

@@ -43,6 +43,8 @@ def named_configs():
         "upstream-up-after-down": C(down_cancels_deferred_up=False),
         "upstream-replace-deferred": C(replace_deferred=True, **two),
         "upstream-poll-then-deliver": C(poll_then_deliver=True, **rerec),
+        "seed-initiated-off-feed-thread": C(forward_initiated_at_once=False, callbacks=("FirstRecoveryCompleted",)),
+        "seed-new-recovery-keeps-deferred-up": C(new_recovery_supersedes=False, **rerec),
         "upstream": C(
             on_queue_full=OnQueueFull.DROP,
             no_context_producer_up=NoContextProducerUp.DROP,
@@ -80,5 +82,7 @@ def descriptions():
         "upstream-up-after-down": "DEV-011 upstream: a Down does not cancel the deferred ProducerUp, which fires after it",
         "upstream-replace-deferred": "DEV-014 upstream: deferring a callback cancels the producer's other deferred callback",
         "upstream-poll-then-deliver": "DEV-015 upstream: a new recovery's cancel does not stop a deferred task that already read 0",
+        "seed-initiated-off-feed-thread": "seed reading: the customer's onRecoveryInitiated is handed to the scheduler thread, so a resent event or the ProducerUp may reach the customer first (one up callback)",
+        "seed-new-recovery-keeps-deferred-up": "seed reading: nothing cancels a deferred ProducerUp when its producer starts a new recovery; it fires when its own context drains",
         "upstream": "every upstream choice at once, with two recoveries per producer and an error about no event",
     }

@@ -24,7 +24,9 @@ What is modelled (seed 004 "Implementation", "Deferring of ProducerUp",
   ReturnedFromInactivity schedule a **deferred task** that polls
   pending(context) and delivers the callback to the customer when it reads 0;
   any other status passes through at once; a new recovery of the producer
-  supersedes (cancels) the producer's deferred callbacks.
+  supersedes (cancels) the producer's deferred callbacks.  Each callback
+  records the context it was correlated with (``upctx``), and the properties
+  about an up speak of that context, not of the producer's current one.
 
 The environment (which event arrives next, when a recovery starts, which
 status callback the SDK makes) is a set of unfair actions; the feed thread's
@@ -39,12 +41,12 @@ on the feed thread (a caller-runs policy) are configuration variants.
 
 State: a tuple of small ints and tuples (see :meth:`RecoveryDeferralModel.view`):
 ``(fed, queues, running, status, pending, entries, feed_slot, rec, notes,
-sched, backlog)``.
+sched, backlog, told, upctx)``.
 """
 
 from __future__ import annotations
 
-from conq.model.kernel import Model, ModelError
+from conq.model.kernel import Model, ModelError, int_range
 
 from .state import (
     CANCELLED,
@@ -70,10 +72,24 @@ from .state import (
     STATUS_NAMES,
     UNFED,
     UP_KINDS,
+    FIELDS,
+    NOTES,
+    REC,
+    SCHED,
+    TOLD,
+    UPCTX,
     _set,
 )
 from .configs import descriptions, named_configs
 from .properties import build_properties
+
+
+def _put(s: tuple, **changes) -> tuple:
+    """``s`` with the named fields replaced."""
+    out = list(s)
+    for f, v in changes.items():
+        out[FIELDS.index(f)] = v
+    return tuple(out)
 
 
 class RecoveryDeferralModel(Model):
@@ -90,29 +106,57 @@ class RecoveryDeferralModel(Model):
         return descriptions()
 
     # -- derived tables ----------------------------------------------------------
+    #: p a producer, q a task queue, k a status callback (index into ``callbacks``)
+    ACTIONS = {
+        "feed": ("p",), "track": (), "run": ("q",), "done": ("q",), "recover": ("p",),
+        "status": ("p", "k"), "poll": ("p", "k"), "deliver": (), "announce": ("p",),
+    }
+
+    @classmethod
+    def validate_config(cls, config):
+        problems = super().validate_config(config)
+        bad = {p.partition(":")[0] for p in problems}
+        c = config
+        for f in ("producers", "matches", "queues", "workers", "queue_size"):
+            int_range(problems, c, f, 1, why="producers, matches, queues, workers and queue_size must be >= 1")
+        int_range(problems, c, "recoveries", 0)
+        if "callbacks" not in bad:
+            for k in c.callbacks:
+                if k not in KNOWN_KINDS:
+                    problems.append(f"callbacks: unknown status callback {k!r} (known: {sorted(KNOWN_KINDS)})")
+                    break
+            if len(set(c.callbacks)) != len(c.callbacks):
+                problems.append(f"callbacks: each status callback at most once, got {list(c.callbacks)}")
+        if "events" not in bad:
+            ints_ok = not bad & {"producers", "matches", "recoveries"} and c.producers >= 1 and c.matches >= 1 and c.recoveries >= 0
+            if not c.events:
+                problems.append("events: the script must hold at least one event (producer, match, kind)")
+            for e in c.events:
+                if not (isinstance(e, tuple) and len(e) == 3 and all(isinstance(x, int) and not isinstance(x, bool) for x in e)):
+                    problems.append(f"events: an event is (producer, match, kind), got {e!r}")
+                    break
+                pr, m, k = e
+                if ints_ok and (not (0 <= pr < c.producers and -1 <= m < c.matches and -1 - c.recoveries <= k <= c.recoveries)
+                                or (m < 0 and k >= 0)):
+                    problems.append(
+                        f"events: event {list(e)} out of bounds (producer in 0..{c.producers - 1}, match in -1..{c.matches - 1}, "
+                        f"kind in {-1 - c.recoveries}..{c.recoveries}; match -1 only for an error event)")
+                    break
+        return problems
+
     def __init__(self, config=None):
-        super().__init__(config)
-        c = self.config
+        c = config if config is not None else self.Config()
+        # the policy switches may arrive as their values (a trace header, dataclasses.replace)
         for f, E in (("on_queue_full", OnQueueFull), ("no_context_producer_up", NoContextProducerUp), ("error_routing", ErrorRouting), ("index_mod", IndexMod)):
             v = getattr(c, f)
             if not isinstance(v, E):
                 try:
                     object.__setattr__(c, f, E(v))
-                except ValueError:
+                except (ValueError, TypeError):
                     raise ModelError(f"{self.name}: {f} must be one of {[m.value for m in E]}, got {v!r}") from None
-        if c.producers < 1 or c.matches < 1 or c.queues < 1 or c.workers < 1 or c.queue_size < 1:
-            raise ModelError(f"{self.name}: producers, matches, queues, workers and queue_size must be >= 1")
-        for k in c.callbacks:
-            if k not in KNOWN_KINDS:
-                raise ModelError(f"{self.name}: unknown status callback {k!r} (known: {sorted(KNOWN_KINDS)})")
-        ev = []
-        for e in c.events:
-            if len(e) != 3:
-                raise ModelError(f"{self.name}: an event is (producer, match, kind), got {e!r}")
-            p, m, k = (int(x) for x in e)
-            if not (0 <= p < c.producers and -1 <= m < c.matches and -1 - c.recoveries <= k <= c.recoveries) or (m < 0 and k >= 0):
-                raise ModelError(f"{self.name}: event {e!r} out of bounds")
-            ev.append((p, m, k))
+        super().__init__(c)
+        c = self.config
+        ev = [tuple(e) for e in c.events]  # validated by validate_config
         self.ev = tuple(ev)
         n = len(ev)
         R = c.recoveries
@@ -173,11 +217,16 @@ class RecoveryDeferralModel(Model):
                 ((NOT_SENT,) * K,) * P,  # notes: status callbacks of the current epoch
                 (),  # sched: (p, r, k) a deferred task read 0 and will deliver (poll_then_deliver)
                 ((),) * c.matches,  # backlog (ghost): per match, sport events received, not yet given to the listener
+                (0,) * P,  # told: the latest request id the customer's onRecoveryInitiated was called with
+                # upctx: per producer, per status callback of the epoch, the request id of the
+                # RecoveryContext it was correlated with when it arrived (0: none / not sent);
+                # an up's deferred task polls (p, upctx)
+                ((0,) * K,) * P,
             )
         ]
 
     def actions(self, s):
-        fed, queues, running, status, pending, entries, slot, rec, notes, sched, backlog = s
+        fed, queues, running, status, pending, entries, slot, rec, notes, sched, backlog, told, upctx = s
         c = self.config
         out = []
         # feed thread: the next event of a producer arrives
@@ -198,6 +247,8 @@ class RecoveryDeferralModel(Model):
         for p in range(c.producers):
             if rec[p] < c.recoveries:
                 out.append(("recover", p))
+            if told[p] < rec[p]:  # forward_initiated_at_once=False only
+                out.append(("announce", p))
             for k in range(len(c.callbacks)):
                 out.append(("status", p, k))
         # the deferred-task scheduler
@@ -211,7 +262,8 @@ class RecoveryDeferralModel(Model):
         return out
 
     def step(self, s, a):
-        fed, queues, running, status, pending, entries, slot, rec, notes, sched, backlog = s
+        fed, queues, running, status, pending, entries, slot, rec, notes, sched, backlog = s[:11]
+        tail = s[11:]  # told, upctx: only the global listener's steps change them
         c = self.config
         name = a[0]
         if name == "feed":
@@ -230,7 +282,7 @@ class RecoveryDeferralModel(Model):
             def out(obs, queues2, st_e, pending2=pending, entries2=entries, slot2=slot, keep=False):
                 # keep: the event waits in its queue, so it joins its match's backlog
                 bl = _set(backlog, m, backlog[m] + (e,)) if ordered and keep else backlog
-                return (obs, (fed2, queues2, running, _set(st, e, st_e), pending2, entries2, slot2, rec, notes, sched, bl))
+                return (obs, (fed2, queues2, running, _set(st, e, st_e), pending2, entries2, slot2, rec, notes, sched, bl) + tail)
 
             if not c.enabled or (self.ev_error[e] and not c.handle_errors_async):
                 # legacy / synchronous error handling: the feed thread calls the listener
@@ -261,7 +313,7 @@ class RecoveryDeferralModel(Model):
             if slot == -1:
                 return []
             x = self.ev_ctx[slot]
-            return [("tracked", (fed, queues, running, status, _set(pending, x, pending[x] + 1), entries | (1 << x), -1, rec, notes, sched, backlog))]
+            return [("tracked", (fed, queues, running, status, _set(pending, x, pending[x] + 1), entries | (1 << x), -1, rec, notes, sched, backlog) + tail)]
         if name == "run":
             q = a[1]
             if not (0 <= q < c.queues) or running[q] != -1 or not queues[q]:
@@ -272,7 +324,7 @@ class RecoveryDeferralModel(Model):
             m = self.ev_match[e]
             bl2 = _set(backlog, m, tuple(x for x in backlog[m] if x != e)) if self.ev_ordered[e] else backlog
             return [
-                (("listener", e), (fed, _set(queues, q, queues[q][1:]), _set(running, q, e), _set(status, e, RUNNING), pending, entries, slot, rec, notes, sched, bl2))
+                (("listener", e), (fed, _set(queues, q, queues[q][1:]), _set(running, q, e), _set(status, e, RUNNING), pending, entries, slot, rec, notes, sched, bl2) + tail)
             ]
         if name == "done":
             q = a[1]
@@ -283,60 +335,27 @@ class RecoveryDeferralModel(Model):
             p2 = pending
             if x >= 0 and entries & (1 << x):  # TaskLifecycleTracker.taskCompleted: unknown context -> logged only
                 p2 = _set(pending, x, pending[x] - 1)
-            return [("completed", (fed, queues, _set(running, q, -1), _set(status, e, DONE), p2, entries, slot, rec, notes, sched, backlog))]
+            return [("completed", (fed, queues, _set(running, q, -1), _set(status, e, DONE), p2, entries, slot, rec, notes, sched, backlog) + tail)]
         if name == "recover":
             p = a[1]
             if not (0 <= p < c.producers) or rec[p] >= c.recoveries:
                 return []
-            # onRecoveryInitiated: store the context, supersede the producer's
-            # deferred callbacks (PendingRecoveries.recoveryInitiated), forward.
-            # A deferred task that already read 0 (sched) is not stopped by
-            # future.cancel(false): poll_then_deliver keeps it.
-            fresh = (NOT_SENT,) * len(c.callbacks)
-            return [("forwarded", (fed, queues, running, status, pending, entries, slot, _set(rec, p, rec[p] + 1), _set(notes, p, fresh), sched, backlog))]
+            return self.on_recovery_initiated(s, p)
+        if name == "announce":
+            p = a[1]
+            if not (0 <= p < c.producers) or s[TOLD][p] >= rec[p]:
+                return []
+            return self.forward_recovery_initiated(s, p)
         if name == "status":
             _, p, k = a
             if not (0 <= p < c.producers and 0 <= k < len(c.callbacks)) or notes[p][k] != NOT_SENT:
                 return []
-            r = rec[p]
-            if r == 0 and not c.callbacks_without_recovery:
-                return []
-            up = self.is_up[k]
-            if up and c.up_after_events and r > 0:
-                # the SDK raises it on the feed thread after snapshot_complete,
-                # so the feed thread has finished submitting the resent events
-                if slot != -1:
-                    return []
-                x = self.ctx(p, r)
-                if any(self.ev_ctx_full[e] == x and status[e] == UNFED for e in self.script[p]):
-                    return []
-            np = notes[p]
-            if not up and c.enabled:
-                # a Down: forwarded at once; it cancels the producer's deferred
-                # ProducerUp (DEV-011), or upstream leaves it to fire later
-                # (marked STALE, a ghost of "a Down was forwarded since")
-                mark = CANCELLED if c.down_cancels_deferred_up else STALE
-                np = tuple(mark if v in (PENDING, STALE) else v for v in np)
-            if not up or not c.enabled:
-                return [("forwarded", (fed, queues, running, status, pending, entries, slot, rec, _set(notes, p, _set(np, k, DELIVERED)), sched, backlog))]
-            if r == 0:
-                if c.no_context_producer_up is NoContextProducerUp.DROP:
-                    return [("dropped", (fed, queues, running, status, pending, entries, slot, rec, _set(notes, p, _set(np, k, LOST)), sched, backlog))]
-                return [("forwarded", (fed, queues, running, status, pending, entries, slot, rec, _set(notes, p, _set(np, k, DELIVERED)), sched, backlog))]
-            if c.replace_deferred:
-                np = tuple(LOST if v in (PENDING, STALE) else v for v in np)
-            return [("deferred", (fed, queues, running, status, pending, entries, slot, rec, _set(notes, p, _set(np, k, PENDING)), sched, backlog))]
+            return self.on_producer_status_change(s, p, k)
         if name == "poll":
             _, p, k = a
             if sched or not (0 <= p < c.producers and 0 <= k < len(c.callbacks)) or notes[p][k] not in (PENDING, STALE):
                 return []
-            x = self.ctx(p, rec[p])
-            n = pending[x]
-            if n != 0:
-                return [(n, s)]
-            if c.poll_then_deliver:
-                return [("due", (fed, queues, running, status, pending, entries, slot, rec, _set(notes, p, _set(notes[p], k, DUE)), (p, rec[p], k), backlog))]
-            return [("delivered", (fed, queues, running, status, pending, entries, slot, rec, _set(notes, p, _set(notes[p], k, DELIVERED)), sched, backlog))]
+            return self.deferred_task_run(s, p, k)
         if name == "deliver":
             if not sched:
                 return []
@@ -344,8 +363,109 @@ class RecoveryDeferralModel(Model):
             n2 = notes
             if rec[p] == r and notes[p][k] == DUE:
                 n2 = _set(notes, p, _set(notes[p], k, DELIVERED))
-            return [(("delivered", p, r), (fed, queues, running, status, pending, entries, slot, rec, n2, (), backlog))]
+            return [(("delivered", p, r), (fed, queues, running, status, pending, entries, slot, rec, n2, (), backlog) + tail)]
         raise ModelError(f"{self.name}: unknown action {a!r}")
+
+    # -- the global listener: one function per upstream method ----------------------
+    # (ConcurrentSDKGlobalEventsListener, PendingRecoveries, DeferredProducerUpTask;
+    # the quotes are seed 004 "Deferring of ProducerUp")
+
+    def on_recovery_initiated(self, s, p):
+        """``ConcurrentSDKGlobalEventsListener.onRecoveryInitiated`` (with
+        ``PendingRecoveries.recoveryInitiated``) for producer p's next recovery.
+
+        "When ConcurrentSDKGlobalEventsListener is notified of onRecoveryInitiated(), we store that
+        specific RecoveryContext so we can correlate the corresponding ProducerUp": the stored
+        request id is ``rec[p]``.  A new recovery supersedes the producer's deferred ProducerUps
+        (upstream cancels the deferred task; a run that already read 0, ``sched``, is not stopped
+        by ``future.cancel(false)``: DEV-015); ``new_recovery_supersedes=False`` keeps them, with
+        their own context, as the seed's text alone would.  "onRecoveryInitiated() - invoked when a
+        recovery is initiated and contains the Request ID": the customer's call, on this thread
+        (reference, upstream), or handed to the scheduler (``forward_initiated_at_once=False``).
+        """
+        c = self.config
+        rec, notes, told, upctx = s[REC], s[NOTES], s[TOLD], s[UPCTX]
+        r = rec[p] + 1
+        K = len(c.callbacks)
+        if c.new_recovery_supersedes:
+            row, ctxs = (NOT_SENT,) * K, (0,) * K
+        else:  # nothing cancels the old recovery's deferred ProducerUps: they keep their context
+            keep = tuple(v in (PENDING, STALE) for v in notes[p])
+            row = tuple(v if kp else NOT_SENT for v, kp in zip(notes[p], keep))
+            ctxs = tuple(x if kp else 0 for x, kp in zip(upctx[p], keep))
+        t = _put(s, rec=_set(rec, p, r), notes=_set(notes, p, row), upctx=_set(upctx, p, ctxs))
+        if c.forward_initiated_at_once:
+            return [("forwarded", _put(t, told=_set(told, p, r)))]
+        return [("stored", t)]
+
+    def forward_recovery_initiated(self, s, p):
+        """``forward_initiated_at_once=False`` only: the scheduler thread calls the customer's
+        ``onRecoveryInitiated`` with producer p's next stored request id."""
+        told = s[TOLD]
+        r = told[p] + 1
+        return [(("forwarded", r), _put(s, told=_set(told, p, r)))]
+
+    def on_producer_status_change(self, s, p, k):
+        """``ConcurrentSDKGlobalEventsListener.onProducerStatusChange`` (and the deprecated
+        ``onProducerUp``: callback kind "ProducerUp") with status callback k of the epoch.
+
+        "onProducerStatusChange() is considered to be a ProducerUp when the status parameter is one
+        of ... FirstRecoveryCompleted, ProcessingQueDelayStabilized, ReturnedFromInactivity"; "When
+        ConcurrentSDKGlobalEventsListener is notified of onProducerUp() or onProducerStatusChange()
+        (with the correct status), then we schedule a DeferredProducerUpTask which polls the status
+        of the pending tasks for that specific RecoveryContext": the callback is correlated with the
+        producer's stored context, recorded as ``upctx[p][k]``.  Any other status is forwarded at
+        once (and, reference, cancels the producer's deferred ProducerUp: DEV-011).
+        """
+        fed, queues, running, status, pending, entries, slot, rec, notes, sched, backlog, told, upctx = s
+        c = self.config
+        r = rec[p]
+        if r == 0 and not c.callbacks_without_recovery:
+            return []
+        up = self.is_up[k]
+        if up and c.up_after_events and r > 0:
+            # the SDK raises it on the feed thread after snapshot_complete,
+            # so the feed thread has finished submitting the resent events
+            if slot != -1:
+                return []
+            x = self.ctx(p, r)
+            if any(self.ev_ctx_full[e] == x and status[e] == UNFED for e in self.script[p]):
+                return []
+        np = notes[p]
+        u2 = _set(upctx, p, _set(upctx[p], k, r))  # the context stored when it arrived
+        if not up and c.enabled:
+            # a Down: forwarded at once; it cancels the producer's deferred
+            # ProducerUp (DEV-011), or upstream leaves it to fire later
+            # (marked STALE, a ghost of "a Down was forwarded since")
+            mark = CANCELLED if c.down_cancels_deferred_up else STALE
+            np = tuple(mark if v in (PENDING, STALE) else v for v in np)
+        if not up or not c.enabled:
+            return [("forwarded", _put(s, notes=_set(notes, p, _set(np, k, DELIVERED)), upctx=u2))]
+        if r == 0:
+            if c.no_context_producer_up is NoContextProducerUp.DROP:
+                return [("dropped", _put(s, notes=_set(notes, p, _set(np, k, LOST)), upctx=u2))]
+            return [("forwarded", _put(s, notes=_set(notes, p, _set(np, k, DELIVERED)), upctx=u2))]
+        if c.replace_deferred:
+            np = tuple(LOST if v in (PENDING, STALE) else v for v in np)
+        return [("deferred", _put(s, notes=_set(notes, p, _set(np, k, PENDING)), upctx=u2))]
+
+    def deferred_task_run(self, s, p, k):
+        """``DeferredProducerUpTask.run``: one poll of producer p's deferred callback k.
+
+        "polls the status of the pending tasks for that specific RecoveryContext. When the count of
+        the pending tasks for that RecoveryContext reaches zero, then we propagate the ProducerUp to
+        the customers SDKGlobalEventsListener": the task's own context ``(p, upctx[p][k])``.  The
+        reference reads, delivers and retires in one step (DEV-015); upstream
+        (``poll_then_deliver``) only reads here and delivers in ``deliver``.
+        """
+        notes, upctx = s[NOTES], s[UPCTX]
+        r = upctx[p][k]
+        n = s[4][self.ctx(p, r)]
+        if n != 0:
+            return [(n, s)]
+        if self.config.poll_then_deliver:
+            return [("due", _put(s, notes=_set(notes, p, _set(notes[p], k, DUE)), sched=(p, r, k)))]
+        return [("delivered", _put(s, notes=_set(notes, p, _set(notes[p], k, DELIVERED))))]
 
     # -- fairness ----------------------------------------------------------------
     def fair(self, action, observation):
@@ -358,6 +478,8 @@ class RecoveryDeferralModel(Model):
             return ("scheduler", action[1], action[2])  # scheduleWithFixedDelay keeps polling
         if name == "deliver":
             return ("scheduler",)
+        if name == "announce":
+            return ("scheduler", "initiated", action[1])
         return None  # arrivals, recoveries and status callbacks are the environment's choice
 
     # -- helpers for properties ------------------------------------------------------
@@ -370,24 +492,20 @@ class RecoveryDeferralModel(Model):
         return sum(1 for e in range(self.n_events) if self.ev_ctx[e] == x and status[e] == DONE)
 
     def _delivered_up(self, s, a, o, t):
-        """(p, r) when this step hands an up callback to the customer, else None."""
-        name = a[0]
-        if name == "poll" and o == "delivered":
-            return (a[1], s[7][a[1]])
-        if name == "deliver":
-            p, r, _ = s[9]
-            return (p, r)
-        if name == "status" and o == "forwarded" and self.is_up[a[2]]:
-            return (a[1], s[7][a[1]])
-        return None
+        """(p, r) when this step hands an up callback to the customer, else None: p its producer
+        and r the request id of *its* RecoveryContext (the one it was correlated with)."""
+        key = self._up_key(s, a, o)
+        return None if key is None else key[:2]
 
     def _up_key(self, s, a, o):
+        """(p, r, k) of the up callback this step hands to the customer (r: the request id of its
+        own RecoveryContext, not the producer's current one), else None."""
         if a[0] == "poll" and o == "delivered":
-            return (a[1], s[7][a[1]], a[2])
+            return (a[1], s[UPCTX][a[1]][a[2]], a[2])
         if a[0] == "deliver":
-            return s[9]
+            return s[SCHED]
         if a[0] == "status" and o == "forwarded" and self.is_up[a[2]]:
-            return (a[1], s[7][a[1]], a[2])
+            return (a[1], s[REC][a[1]], a[2])  # forwarded at once: correlated with the stored context
         return None
 
     def _invoked(self, a, o):
@@ -411,7 +529,7 @@ class RecoveryDeferralModel(Model):
 
     # -- views ---------------------------------------------------------------------
     def view(self, s):
-        fed, queues, running, status, pending, entries, slot, rec, notes, sched, backlog = s
+        fed, queues, running, status, pending, entries, slot, rec, notes, sched, backlog, told, upctx = s
         c = self.config
         ctx_names = ["NONE"] + [f"p{p}/r{r}" for p in range(c.producers) for r in range(1, c.recoveries + 1)]
         v = {
@@ -427,6 +545,11 @@ class RecoveryDeferralModel(Model):
             v["feed_submitted_uncounted"] = slot
         if sched:
             v["scheduler_due"] = list(sched)
+        # shown only where they say more than "recovery" (never in the reference configurations)
+        if told != rec:
+            v["customer_told_recovery"] = list(told)
+        if any(upctx[p][k] != (rec[p] if st != NOT_SENT else 0) for p, np in enumerate(notes) for k, st in enumerate(np)):
+            v["callback_contexts"] = [{c.callbacks[k]: x for k, x in enumerate(row)} for row in upctx]
         return v
 
     def actors(self, action, observation):
@@ -439,4 +562,6 @@ class RecoveryDeferralModel(Model):
             return (f"worker-q{action[1]}", "listener" if name == "run" else "tracker")
         if name in ("recover", "status"):
             return ("sdk", "global-listener")
+        if name == "announce":
+            return ("scheduler", "customer")
         return ("scheduler", "global-listener")

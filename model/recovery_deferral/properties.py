@@ -17,11 +17,16 @@ from .state import (
     RUNNING,
     STALE,
     UNFED,
+    NOTES,
+    REC,
+    TOLD,
+    UPCTX,
 )
 
 
 def build_properties(self):
     c = self.config
+    K = len(c.callbacks)
     P = c.producers
     n = self.n_events
     ctxs = range(self.n_ctx)
@@ -116,13 +121,14 @@ def build_properties(self):
         def own_tasks_only(s, a, o, t):
             if a[0] != "poll" or not isinstance(o, int):
                 return True
-            x = self.ctx(a[1], s[7][a[1]])
+            x = self.ctx(a[1], s[UPCTX][a[1]][a[2]])  # the up's own context (producer, request id)
             return any(self.ev_ctx[e] == x and s[3][e] in (QUEUED, RUNNING) for e in range(n))
 
         props.append(
             always_step(
                 "up-waits-only-for-own-tasks",
-                "a deferred ProducerUp waits only while tasks of its own recovery context are outstanding (another producer's tasks never delay it)",
+                "a deferred ProducerUp waits only while tasks of its own recovery context (its producer and request id) are outstanding "
+                "(another producer's or another recovery's tasks never delay it)",
                 own_tasks_only,
                 witness=lambda s, a, o, t: a[0] == "poll" and isinstance(o, int),
             )
@@ -131,10 +137,9 @@ def build_properties(self):
             props.append(
                 sometimes(
                     "up-not-delayed-by-other-producer",
-                    "a producer's ProducerUp has reached the customer while another producer still has recovery tasks outstanding",
+                    "a ProducerUp of a recovery context has reached the customer while another producer still has recovery tasks outstanding",
                     lambda s: any(
-                        s[7][p] > 0
-                        and any(v == DELIVERED and self.is_up[k] for k, v in enumerate(s[8][p]))
+                        any(v == DELIVERED and self.is_up[k] and s[UPCTX][p][k] > 0 for k, v in enumerate(s[NOTES][p]))
                         and any(self.ev[e][0] != p and self.ev_ctx[e] > 0 and s[3][e] in (QUEUED, RUNNING) for e in range(n))
                         for p in range(P)
                     ),
@@ -159,7 +164,8 @@ def build_properties(self):
     props.append(
         always_step(
             "up-after-recovery-tasks",
-            "the customer gets a ProducerUp for a recovery context only when every event of that context received so far (error events included) has been processed by its listener",
+            "the customer gets a ProducerUp only when every event of its own recovery context (the producer and request id it was correlated with) "
+            "received so far (error events included) has been processed by its listener",
             up_after_tasks,
             witness=up_after_tasks_w,
         )
@@ -170,29 +176,80 @@ def build_properties(self):
         if key is None:
             return True
         p, r, k = key
-        return s[7][p] != r or s[8][p][k] != DELIVERED
+        return s[UPCTX][p][k] != r or s[NOTES][p][k] != DELIVERED
 
     props.append(
         always_step(
             "up-at-most-once",
-            "each up callback of a recovery reaches the customer at most once",
+            "each up callback of a recovery context reaches the customer at most once",
             at_most_once,
             witness=lambda s, a, o, t: self._up_key(s, a, o) is not None,
         )
     )
 
     def not_stale(s, a, o, t):
-        d = self._delivered_up(s, a, o, t)
-        return d is None or s[7][d[0]] == d[1]
+        d = self._delivered_up(s, a, o, t)  # the up's own context, not the producer's current one
+        return d is None or s[REC][d[0]] == d[1]
 
     props.append(
         always_step(
             "no-stale-up",
-            "no ProducerUp of a superseded recovery reaches the customer after a newer recovery of the producer was announced",
+            "no ProducerUp reaches the customer for a recovery context other than its producer's latest recovery "
+            "(a superseded recovery's up is never delivered after a newer recovery of the producer was announced)",
             not_stale,
             witness=lambda s, a, o, t: (d := self._delivered_up(s, a, o, t)) is not None and d[1] > 0,
         )
     )
+
+    # -- seed 004 "Deferring of ProducerUp": the strict sequence (recovery initiated,
+    # missed messages resent, ProducerUp) as the customer sees it.  Checked in legacy
+    # mode too.
+    resent = [e for e in range(n) if self.ev_rec[e] > 0]
+    up_kinds = [k for k in range(K) if self.is_up[k]]
+
+    def initiated_first(s):
+        told, status, notes, upctx = s[TOLD], s[3], s[NOTES], s[UPCTX]
+        if any(status[e] in (RUNNING, DONE, FEEDRUN) and told[self.ev[e][0]] < self.ev_rec[e] for e in resent):
+            return False
+        return all(notes[p][k] != DELIVERED or upctx[p][k] <= told[p] for p in range(P) for k in up_kinds)
+
+    def initiated_first_w(s):
+        if up_kinds:  # a ProducerUp of a recovery has reached the customer
+            return any(s[NOTES][p][k] == DELIVERED and s[UPCTX][p][k] > 0 for p in range(P) for k in up_kinds)
+        return any(s[3][e] in (DONE, FEEDRUN) for e in resent)
+
+    props.append(
+        always(
+            "recovery-initiated-first",
+            "the customer's onRecoveryInitiated for a recovery context (producer, request id) comes before any resent event "
+            "of that recovery reaches its OddsFeedListener and before any ProducerUp of that recovery context",
+            initiated_first,
+            witness=initiated_first_w,
+        )
+    )
+
+    if c.enabled and up_kinds:
+        # "we store that specific RecoveryContext so we can correlate the corresponding
+        # ProducerUp": a deferred up belongs to its producer's latest recovery, and a new
+        # recovery supersedes the deferred ups of the one before
+        def of_latest(s):
+            # a task past its read (upstream's sched, DEV-015) is no longer deferred: no-stale-up speaks of it
+            rec, notes, upctx = s[REC], s[NOTES], s[UPCTX]
+            return all(upctx[p][k] == rec[p] for p in range(P) for k in up_kinds if notes[p][k] in (PENDING, STALE, DUE))
+
+        second = 2 if c.recoveries >= 2 else 1  # with re-recoveries: a deferred up of a later recovery
+
+        props.append(
+            always(
+                "deferred-up-of-latest-recovery",
+                "every deferred ProducerUp is correlated with the recovery context its producer's latest onRecoveryInitiated stored: "
+                "a new recovery supersedes the deferred ProducerUps of the one before",
+                of_latest,
+                witness=lambda s: any(
+                    s[NOTES][p][k] == PENDING and s[UPCTX][p][k] == s[REC][p] >= second for p in range(P) for k in up_kinds
+                ),
+            )
+        )
 
     props.append(
         always(
@@ -210,14 +267,14 @@ def build_properties(self):
         if key is None:
             return True
         p, r, k = key
-        return s[7][p] != r or s[8][p][k] != STALE
+        return s[UPCTX][p][k] != r or s[NOTES][p][k] != STALE
 
     if nonup_kinds := [k for k in range(len(c.callbacks)) if not self.is_up[k]]:
         if defers:
             props.append(
                 always_step(
                     "no-up-after-down",
-                    "no deferred ProducerUp reaches the customer after a Down status of its producer was forwarded since the up was received",
+                    "no deferred ProducerUp of a recovery context reaches the customer after a Down status of its producer was forwarded since the up was received",
                     after_down,
                     witness=lambda s, a, o, t: a[0] == "status" and not self.is_up[a[2]]
                     and any(v == PENDING for v in s[8][a[1]]),
@@ -239,9 +296,9 @@ def build_properties(self):
         props.append(
             sometimes(
                 "up-deferred",
-                "an up callback is deferred while tasks of its recovery are outstanding",
+                "an up callback is deferred while tasks of its own recovery context are outstanding",
                 lambda s: any(
-                    v == PENDING and s[4][self.ctx(p, s[7][p])] > 0 for p, np in enumerate(s[8]) for v in np
+                    v == PENDING and s[4][self.ctx(p, s[UPCTX][p][k])] > 0 for p, np in enumerate(s[NOTES]) for k, v in enumerate(np)
                 ),
             )
         )
@@ -308,7 +365,8 @@ def build_properties(self):
                 props.append(
                     leads_to(
                         f"deferred-up-delivered-{p}",
-                        f"a deferred ProducerUp of producer {p} is eventually delivered (or superseded by a new recovery)",
+                        f"a deferred ProducerUp of producer {p} is eventually delivered once the tasks of its own recovery context "
+                        f"have completed (or superseded by a new recovery, or cancelled by a Down)",
                         lambda s, p=p: any(v in (PENDING, DUE, STALE) for v in s[8][p]),
                         lambda s, p=p: all(v not in (PENDING, DUE, STALE) for v in s[8][p]) and not (s[9] and s[9][0] == p),
                         fairness=fair_words,

@@ -116,7 +116,30 @@ class RecoveryDeferralConfig:
     #: DEV-015.  True = upstream DeferredProducerUpTask.run: read pending, then
     #: deliver; a cancellation (future.cancel(false)) in between does not stop it
     poll_then_deliver: bool = False
+    # -- seed readings (reference = upstream; the variant is a literal reading
+    # of the seed text, spec/recovery-deferral.md "Seed 004 deferral section") --
+    #: True = reference and upstream ConcurrentSDKGlobalEventsListener.onRecoveryInitiated:
+    #: the customer's onRecoveryInitiated is called on the calling thread, before
+    #: the SDK resends anything.  False = handed to the scheduler thread, which
+    #: calls the customer later (the seed's "the RabbitMQ thread should only ever
+    #: read messages ... and hand each message off" applied to global callbacks):
+    #: a resent event or the ProducerUp may reach the customer first
+    forward_initiated_at_once: bool = True
+    #: True = reference and upstream PendingRecoveries.recoveryInitiated: a new
+    #: recovery cancels its producer's deferred ProducerUp.  False = the seed's text
+    #: alone ("When the count of the pending tasks for that RecoveryContext reaches
+    #: zero, then we propagate the ProducerUp"): nothing cancels it, it fires when
+    #: its own (superseded) context drains
+    new_recovery_supersedes: bool = True
 
 
 def _set(t: tuple, i: int, v) -> tuple:
     return t[:i] + (v,) + t[i + 1 :]
+
+
+#: the fields of a state, in order (model.py builds them, properties.py and
+#: z3_encoding.py read them): told = the latest request id the customer's
+#: onRecoveryInitiated was called with, upctx = per producer, per status callback,
+#: the request id of the RecoveryContext the callback was correlated with
+FIELDS = ("fed", "queues", "running", "status", "pending", "entries", "slot", "rec", "notes", "sched", "backlog", "told", "upctx")
+REC, NOTES, SCHED, TOLD, UPCTX = (FIELDS.index(f) for f in ("rec", "notes", "sched", "told", "upctx"))

@@ -20,7 +20,10 @@ State (per tag): the executable model's fields, with queues as head / tail
 indices into an array of buffers, the tracker's entry bitmask as a Bool array,
 the per-match ghost backlog as membership plus an arrival stamp, and the
 number of busy workers as a counter (``nbusy``; :meth:`encode` pins it to the
-count of running slots).  Proof-only ghosts, never read by a guard and left
+count of running slots).  ``told`` (the customer's latest onRecoveryInitiated)
+and ``upctx`` (per producer and callback, the request id of the context the
+callback was correlated with; a deferred task polls it) are real state; the
+``announce`` action exists only for ``forward_initiated_at_once = False``.  Proof-only ghosts, never read by a guard and left
 free by :meth:`encode`:
 
 * ``where[e]`` / ``at[e]``: the queue and buffer index of a queued event (and
@@ -116,6 +119,8 @@ class S:
     arr: Any
     clock: Any
     nbusy: Any
+    told: Any
+    upctx: Any
     # proof-only ghosts
     where: Any
     at: Any
@@ -149,6 +154,7 @@ class RecoveryDeferralEncoding(Encoding):
             "processed-exactly-once": base,
             "pending-equals-allocated-minus-completed": track,
             "pending-non-negative": ["pending-bijection", *track],
+            "recovery-initiated-first": ["told-is-latest", "handed-over-after-initiated", "callback-contexts", "fed-in-range"],
         }
         self.bounded_only = {}
         del c
@@ -174,7 +180,7 @@ class RecoveryDeferralEncoding(Encoding):
             pending=A("pending"), entries=A("entries", B), slot=z3.Int(f"rd.slot{tag}"), rec=A("rec"),
             notes=A("notes", AI), shas=z3.Bool(f"rd.shas{tag}"), sp=z3.Int(f"rd.sp{tag}"), sr=z3.Int(f"rd.sr{tag}"),
             sk=z3.Int(f"rd.sk{tag}"), inbl=A("inbl", B), arr=A("arr"), clock=z3.Int(f"rd.clock{tag}"),
-            nbusy=z3.Int(f"rd.nbusy{tag}"), where=A("where"), at=A("at"), gslot=A("gslot"), owner=A("owner", AI),
+            nbusy=z3.Int(f"rd.nbusy{tag}"), told=A("told"), upctx=A("upctx", AI), where=A("where"), at=A("at"), gslot=A("gslot"), owner=A("owner", AI),
         )
 
     # -- helpers ---------------------------------------------------------------------------
@@ -226,7 +232,7 @@ class RecoveryDeferralEncoding(Encoding):
             s.fed == K0(0), s.qh == K0(0), s.qt == K0(0), s.running == K0(-1), s.status == K0(UNFED),
             s.pending == K0(0), s.entries == z3.K(I, z3.BoolVal(False)), s.slot == -1, s.rec == K0(0),
             s.notes == z3.K(I, K0(NOT_SENT)), z3.Not(s.shas), s.inbl == z3.K(I, z3.BoolVal(False)),
-            s.clock == 0, s.nbusy == 0,
+            s.clock == 0, s.nbusy == 0, s.told == K0(0), s.upctx == z3.K(I, K0(0)),
         )
 
     # -- actions ----------------------------------------------------------------------------
@@ -371,19 +377,39 @@ class RecoveryDeferralEncoding(Encoding):
 
             return self._case(q, Qs, at_q)
 
-        def recover(s, t, p):
-            return self._case(p, Ps, lambda p: z3.And(
-                0 <= p, p < sc.P, s.rec[p] < sc.R,
-                self._upd(s, t, rec=z3.Store(s.rec, p, s.rec[p] + 1), notes=z3.Store(s.notes, p, z3.K(I, z3.IntVal(NOT_SENT))))))
-
-        def remap(row, frm, to):
-            f = lambda k: z3.If(z3.Or([row[k] == v for v in frm]), to, row[k])
+        def rowmap(base, f):
+            """The row k -> f(k) (concrete: stores over the callbacks into ``base``)."""
             if self.bound is not None:  # concrete: no lambda (a quantifier to z3)
                 for k in Ks:
-                    row = z3.Store(row, k, f(z3.IntVal(k)))
-                return row
+                    base = z3.Store(base, k, f(z3.IntVal(k)))
+                return base
             k = z3.Int("rd!k")
             return z3.Lambda([k], f(k))
+
+        def recover(s, t, p):
+            def at_p(p):
+                r = s.rec[p] + 1
+                if c.new_recovery_supersedes:
+                    row, crow = z3.K(I, z3.IntVal(NOT_SENT)), z3.K(I, z3.IntVal(0))
+                else:  # the old recovery's deferred ups keep their context
+                    keep = lambda k: z3.Or(s.notes[p][k] == PENDING, s.notes[p][k] == STALE)
+                    row = rowmap(z3.K(I, z3.IntVal(NOT_SENT)), lambda k: z3.If(keep(k), s.notes[p][k], NOT_SENT))
+                    crow = rowmap(z3.K(I, z3.IntVal(0)), lambda k: z3.If(keep(k), s.upctx[p][k], 0))
+                ch = dict(rec=z3.Store(s.rec, p, r), notes=z3.Store(s.notes, p, row), upctx=z3.Store(s.upctx, p, crow))
+                if c.forward_initiated_at_once:
+                    ch["told"] = z3.Store(s.told, p, r)
+                return z3.And(0 <= p, p < sc.P, s.rec[p] < sc.R, self._upd(s, t, **ch))
+
+            return self._case(p, Ps, at_p)
+
+        def announce(s, t, p):
+            if c.forward_initiated_at_once:
+                return z3.BoolVal(False)
+            return self._case(p, Ps, lambda p: z3.And(
+                0 <= p, p < sc.P, s.told[p] < s.rec[p], self._upd(s, t, told=z3.Store(s.told, p, s.told[p] + 1))))
+
+        def remap(row, frm, to):
+            return rowmap(row, lambda k: z3.If(z3.Or([row[k] == v for v in frm]), to, row[k]))
 
         def status(s, t, p, k):
             return self._case(p, Ps, lambda p: self._case(k, Ks, lambda k: self._case(s.rec[p], Rs, lambda r: status_at(s, t, p, k, r))))
@@ -403,18 +429,20 @@ class RecoveryDeferralEncoding(Encoding):
                 pre.append(z3.Implies(z3.And(up, r > 0), z3.And(s.slot == -1, z3.Not(unfed))))
             row = s.notes[p]
             setrow = lambda nr: z3.Store(s.notes, p, nr)
+            u2 = z3.Store(s.upctx, p, z3.Store(s.upctx[p], k, r))  # correlated with the stored context
             if not c.enabled:
-                return z3.And(pre + [self._upd(s, t, notes=setrow(z3.Store(row, k, DELIVERED)))])
+                return z3.And(pre + [self._upd(s, t, notes=setrow(z3.Store(row, k, DELIVERED)), upctx=u2)])
             mark = CANCELLED if c.down_cancels_deferred_up else STALE
-            down = self._upd(s, t, notes=setrow(z3.Store(remap(row, (PENDING, STALE), mark), k, DELIVERED)))
+            down = self._upd(s, t, notes=setrow(z3.Store(remap(row, (PENDING, STALE), mark), k, DELIVERED)), upctx=u2)
             noctx_v = LOST if c.no_context_producer_up is NoContextProducerUp.DROP else DELIVERED
-            noctx = self._upd(s, t, notes=setrow(z3.Store(row, k, noctx_v)))
+            noctx = self._upd(s, t, notes=setrow(z3.Store(row, k, noctx_v)), upctx=u2)
             drow = remap(row, (PENDING, STALE), LOST) if c.replace_deferred else row
-            deferred = self._upd(s, t, notes=setrow(z3.Store(drow, k, PENDING)))
+            deferred = self._upd(s, t, notes=setrow(z3.Store(drow, k, PENDING)), upctx=u2)
             return z3.And(pre + [z3.If(z3.Not(up), down, z3.If(r == 0, noctx, deferred))])
 
         def poll(s, t, p, k):
-            return self._case(p, Ps, lambda p: self._case(k, Ks, lambda k: self._case(s.rec[p], Rs, lambda r: poll_at(s, t, p, k, r))))
+            # DeferredProducerUpTask.run polls its own context (p, upctx[p][k])
+            return self._case(p, Ps, lambda p: self._case(k, Ks, lambda k: self._case(s.upctx[p][k], Rs, lambda r: poll_at(s, t, p, k, r))))
 
         def poll_at(s, t, p, k, r):
             x = self._ctxof(p, r)
@@ -423,7 +451,7 @@ class RecoveryDeferralEncoding(Encoding):
             setk = lambda val: z3.Store(s.notes, p, z3.Store(s.notes[p], k, val))
             if c.poll_then_deliver:
                 zero = self._upd(s, t, notes=setk(DUE), shas=z3.BoolVal(True), sp=z3.IntVal(p) if isinstance(p, int) else p,
-                                 sr=s.rec[p], sk=z3.IntVal(k) if isinstance(k, int) else k)
+                                 sr=z3.IntVal(r) if isinstance(r, int) else r, sk=z3.IntVal(k) if isinstance(k, int) else k)
             else:
                 zero = self._upd(s, t, notes=setk(DELIVERED))
             return z3.And(pre, z3.If(s.pending[x] != 0, self._upd(s, t), zero))
@@ -445,6 +473,7 @@ class RecoveryDeferralEncoding(Encoding):
             SymAction("status", [("p", I), ("k", I)], status),
             SymAction("poll", [("p", I), ("k", I)], poll),
             SymAction("deliver", [], deliver),
+            SymAction("announce", [("p", I)], announce),
         ]
 
     # -- properties -------------------------------------------------------------------------
@@ -507,7 +536,26 @@ class RecoveryDeferralEncoding(Encoding):
             "pending-non-negative": lambda s: self.each("ctx", sc.C, lambda x: s.pending[x] >= 0, name="pnn!x"),
             "pending-equals-allocated-minus-completed": lambda s: self._literal_pending(s) if self.bound else self._bijection(s),
             "processed-exactly-once": lambda s: self._literal_exactly_once(s) if self.bound else self._placement(s),
+            "recovery-initiated-first": self._initiated_first,
+            "deferred-up-of-latest-recovery": self._of_latest,
         }
+
+    def _initiated_first(self, s):
+        sc, T = self.sc, self._tab
+        seen = lambda e: z3.Or(s.status[e] == RUNNING, s.status[e] == DONE, s.status[e] == FEEDRUN)
+        return z3.And(
+            self.each("event", sc.N, lambda e: z3.Implies(z3.And(T("rec", e) > 0, seen(e)), s.told[T("prod", e)] >= T("rec", e)), name="rif!e"),
+            self.each("producer", sc.P, lambda p: self.each(
+                "callback", sc.K, lambda k: z3.Implies(z3.And(T("isup", k), s.notes[p][k] == DELIVERED), s.upctx[p][k] <= s.told[p]),
+                name="rif!k"), name="rif!p"),
+        )
+
+    def _of_latest(self, s):
+        sc, T = self.sc, self._tab
+        deferred = lambda v: z3.Or(v == PENDING, v == STALE, v == DUE)
+        return self.each("producer", sc.P, lambda p: self.each(
+            "callback", sc.K, lambda k: z3.Implies(z3.And(T("isup", k), deferred(s.notes[p][k])), s.upctx[p][k] == s.rec[p]),
+            name="dul!k"), name="dul!p")
 
     def auxiliaries(self):
         sc = self.sc
@@ -536,6 +584,26 @@ class RecoveryDeferralEncoding(Encoding):
             Aux("no-uncounted-submit",
                 "no task is submitted but not yet counted (the reference counts before it enqueues, DEV-009)",
                 lambda s: s.slot == -1),
+            Aux("fed-in-range", "each producer's fed count is between 0 and its script length (the half of fed-prefix that needs no placement)",
+                lambda s: self._fa(["fr!p"], lambda p: z3.And(0 <= p, p < sc.P), lambda p: z3.And(0 <= s.fed[p], s.fed[p] <= sc.slen[p]))),
+            Aux("told-is-latest",
+                "the customer has been told of every producer's latest recovery: told = the stored request id "
+                "(the reference forwards onRecoveryInitiated in the step that stores the context)",
+                lambda s: s.told == s.rec),  # as whole arrays: no quantifier (both start all 0, recover stores both)
+            Aux("handed-over-after-initiated",
+                "every event in a task queue or a worker slot belongs to a recovery already initiated (its request id is at "
+                "most its producer's stored one)",
+                lambda s: z3.And(
+                    self._fa(["ho!q", "ho!k"], lambda q, k: z3.And(0 <= q, q < sc.Q, s.qh[q] <= k, k < s.qt[q], ine(s.qbuf[q][k])),
+                             lambda q, k: sc.rec[s.qbuf[q][k]] <= s.rec[sc.prod[s.qbuf[q][k]]]),
+                    self._fa(["ho!r"], lambda q: z3.And(0 <= q, q < sc.Q, ine(s.running[q])),
+                             lambda q: sc.rec[s.running[q]] <= s.rec[sc.prod[s.running[q]]]),
+                )),
+            Aux("callback-contexts",
+                "every status callback the listener received in its producer's current recovery epoch is correlated with the "
+                "producer's stored context (upctx = the stored request id)",
+                lambda s: self._fa(["cc!p", "cc!k"], lambda p, k: z3.And(0 <= p, p < sc.P, 0 <= k, k < sc.K, s.notes[p][k] != NOT_SENT),
+                                   lambda p, k: s.upctx[p][k] == s.rec[p])),
         ]
 
     # -- concrete instances -------------------------------------------------------------------
@@ -565,7 +633,7 @@ class RecoveryDeferralEncoding(Encoding):
         return m.ev_match[e] < 0 or (m.ev_error[e] and m.config.error_routing is ErrorRouting.RANDOM)
 
     def encode(self, s, state, model):
-        fed, queues, running, status, pending, entries, slot, rec, notes, sched, backlog = state
+        fed, queues, running, status, pending, entries, slot, rec, notes, sched, backlog, told, upctx = state
         cs = []
         cs += [s.fed[p] == v for p, v in enumerate(fed)]
         for q, qu in enumerate(queues):
@@ -579,6 +647,8 @@ class RecoveryDeferralEncoding(Encoding):
         cs.append(s.slot == slot)
         cs += [s.rec[p] == v for p, v in enumerate(rec)]
         cs += [s.notes[p][k] == v for p, row in enumerate(notes) for k, v in enumerate(row)]
+        cs += [s.told[p] == v for p, v in enumerate(told)]
+        cs += [s.upctx[p][k] == v for p, row in enumerate(upctx) for k, v in enumerate(row)]
         if sched:
             cs += [s.shas, s.sp == sched[0], s.sr == sched[1], s.sk == sched[2]]
         else:
@@ -618,6 +688,8 @@ class RecoveryDeferralEncoding(Encoding):
             tuple(tuple(iv(s.notes[p][k]) for k in range(len(c.callbacks))) for p in range(P)),
             (iv(s.sp), iv(s.sr), iv(s.sk)) if shas else (),
             backlog,
+            tuple(iv(s.told[p]) for p in range(P)),
+            tuple(tuple(iv(s.upctx[p][k]) for k in range(len(c.callbacks))) for p in range(P)),
         )
 
     def action_args(self, action, model):
@@ -631,7 +703,7 @@ class RecoveryDeferralEncoding(Encoding):
         P, Q, K = c.producers, c.queues, len(c.callbacks)
         out = [("feed", p) for p in range(P)] + [("track",)]
         out += [("run", q) for q in range(Q)] + [("done", q) for q in range(Q)]
-        out += [("recover", p) for p in range(P)]
+        out += [("recover", p) for p in range(P)] + [("announce", p) for p in range(P)]
         out += [(a, p, k) for a in ("status", "poll") for p in range(P) for k in range(K)]
         return out + [("deliver",)]
 
@@ -660,4 +732,6 @@ class RecoveryDeferralEncoding(Encoding):
             "rec": [iv(s.rec[p]) for p in range(P)],
             "notes": [[nt(iv(s.notes[p][k])) for k in range(K)] for p in range(P)],
             "sched": [iv(s.sp), iv(s.sr), iv(s.sk)] if z3.is_true(ev(s.shas)) else [],
+            "told": [iv(s.told[p]) for p in range(P)],
+            "upctx": [[iv(s.upctx[p][k]) for k in range(K)] for p in range(P)],
         }

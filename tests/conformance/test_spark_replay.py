@@ -124,3 +124,46 @@ def test_consumer_lists_reference_full_coverage_and_a_mutant_found(tmp_path):
     v = m.violations[0]
     assert '["remove_consumer", 0]' in v["minimised"] and "--impl 'mutant:remove-no-handover'" in v["replay"]
     assert replay_one(bad, v["index"])[7] == v["divergence"]
+
+
+def test_partition_aggregated_coverage_equals_the_per_block_rows():
+    """Workers aggregate coverage over all the blocks of a partition (one row
+    per distinct key): whatever the grouping of blocks, the least index per
+    key and the trace rows are those of the per-block rows."""
+    from conq.conformance.spark_replay import _replay, replay_blocks
+
+    p = params(traces=300)
+
+    def least(rows):
+        out = {}
+        for r in rows:
+            if r[0] == "cover":
+                out[(r[1], r[2])] = min(out.get((r[1], r[2]), r[3]), r[3])
+        return out
+
+    per_block = list(replay_blocks(p, range(5)))
+    for grouping in ([[0, 1, 2, 3, 4]], [[3, 1], [4, 0, 2]], [[b] for b in range(5)]):
+        merged = [r for g in grouping for r in _replay(p, g, per_block=False)]
+        assert least(merged) == least(per_block)
+        assert sorted(r for r in merged if r[0] == "trace") == sorted(r for r in per_block if r[0] == "trace")
+        for g in grouping:  # one cover row per distinct key per partition
+            keys = [(r[1], r[2]) for r in _replay(p, g, per_block=False) if r[0] == "cover"]
+            assert len(keys) == len(set(keys))
+
+
+def test_shipped_zip_carries_bytecode_that_imports(tmp_path):
+    """The zip holds x.pyc beside x.py, so workers import without compiling."""
+    import subprocess
+    import sys
+    import zipfile
+
+    from conq.conformance.spark_replay import package_zip
+
+    z = package_zip(tmp_path)
+    names = set(zipfile.ZipFile(z).namelist())
+    assert "conq/conformance/checker.py" in names and "conq/conformance/checker.pyc" in names
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); import conq.conformance.checker as c; "
+            "print(c.__file__)")
+    out = subprocess.run([sys.executable, "-c", code, str(z)], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().endswith("conq-pkg.zip/conq/conformance/checker.pyc")

@@ -9,7 +9,8 @@ from hypothesis.stateful import run_state_machine_as_test
 
 from conq import manifest
 from conq.model.consumer_lists import ConsumerListsModel
-from conq.model.consumer_lists.state import CF, INTERESTED, NOT_INTERESTED, NOTIFIED
+from conq.conformance.consumer_lists.calls import ConsumerListsCalls
+from conq.model.consumer_lists.state import ACQ, AVAILABLE, CF, DELETED, F_WAKE, INTERESTED, NOT_INTERESTED, NOTIFIED
 from conq.model.engines.explorer import explore
 from conq.model.kernel import Kind, PropertyViolation
 from conq.model.engines.registry import load_model
@@ -177,3 +178,149 @@ def test_credit_exhaustion_makes_consumer_not_interested():
     p = m.replay([("enqueue", 0), ("notify_consumers", 0), ("deliver_single_message", 0), ("find_next_available", 0),
                   ("acquire", 0, 0), ("deliver", 0), ("target_flag", 0, False), ("set_notify_work_desired", 0, False)])
     assert _node(m, p.last, 0) == NOT_INTERESTED and p.last[0 * CF + 4] == 0
+
+
+# ---------------------------------------------------------------- the other actors (issue 16)
+NEW_ACTIONS = {"delete_entry", "delayed_acquisition", "reject", "reset_sub_pointers_for_groups"}
+#: the configurations the conformance suite drives (tests/conformance/consumer_lists)
+CONFORMANCE_CONFIGS = ("small", "reference", "held", "dynamic", "reasons", "same-priority")
+
+
+def _status(m, s, j):
+    return s[m.MB + 2 * j]
+
+
+def test_new_actors_are_off_where_the_conformance_suite_drives():
+    for name in CONFORMANCE_CONFIGS:
+        cfg = ConsumerListsModel.configs()[name]
+        assert not (cfg.expiry or cfg.reject or cfg.groups), name
+    m = _model("small", env_budget=2)
+    seen = set()
+    todo = [m.init_states()[0]]
+    visited = set(todo)
+    while todo:
+        s = todo.pop()
+        for a, _, t in m.successors(s):
+            seen.add(a[0])
+            if t not in visited:
+                visited.add(t)
+                todo.append(t)
+    assert not seen & NEW_ACTIONS
+
+
+def _call_graph(model):
+    view = ConsumerListsCalls(model)
+    init = view.init_states()[0]
+    seen, todo, edges = {init}, [init], set()
+    while todo:
+        s = todo.pop()
+        for a, o, t in view.successors(s):
+            edges.add((s, a, o, t))
+            if t not in seen:
+                seen.add(t)
+                todo.append(t)
+    return edges
+
+
+@pytest.mark.parametrize("config", ["small", "same-priority", "held", "reasons"])
+def test_the_removal_rule_change_is_invisible_to_the_call_level_view(config):
+    """Issue 16 changed removeConsumer to hand a wake-up over whatever the removed consumer's state;
+    the call-level view (one call at a time, every call run to quiescence) cannot tell the two rules
+    apart, so the implementation's conformance is unaffected."""
+    new = _call_graph(_model(config, env_budget=2))
+    old = _call_graph(_model(config, env_budget=2, handover_only_if_notified=True))
+    assert new == old
+
+
+def test_upstream_delete_strands_the_consumer_that_lost_the_race():
+    steps = [("enqueue", 0), ("notify_consumers", 0), ("enqueue", 1), ("notify_consumers", 1),
+             ("deliver_single_message", 0), ("find_next_available", 0), ("delete_entry", 0), ("acquire", 0, 0),
+             ("no_message", 0)]
+    up = _model("upstream-delete")
+    p = up.replay(steps)
+    s = p.last
+    # c0 lost its acquire to the delete and handed over to others only: c1 is kept back by c0's
+    # priority, c0 is told nothing; m1 waits with two consumers that want it
+    assert _status(up, s, 0) == DELETED and _status(up, s, 1) == AVAILABLE
+    assert p.steps[6][1] == () and p.steps[-1][1] == ()
+    assert not s[0 * CF + F_WAKE] and not s[1 * CF + F_WAKE]
+    assert _node(up, s, 0) == INTERESTED and _node(up, s, 1) == INTERESTED
+    # reference: the deleting thread notifies one interested consumer (here the loser, c0)
+    ref = _model("expiry")
+    q = ref.replay(steps[:7])
+    assert q.steps[-1][1] == (0,)
+    q = ref.replay([(a, o) for a, o, _ in q.steps] + [("acquire", 0, 0), ("no_message", 0), ("deliver_single_message", 0),
+                                                     ("find_next_available", 0)])
+    assert q.steps[-1][1] == 1  # c0 pulls again and finds m1
+
+
+def test_a_delete_waits_for_an_unsent_acquisition_and_for_a_held_entry():
+    m = _model("all-actors")
+    p = m.replay([("enqueue", 0), ("notify_consumers", 0), ("deliver_single_message", 0), ("find_next_available", 0),
+                  ("acquire", 0, 0), ("delete_entry", 0)])
+    s = p.last
+    assert _status(m, s, 0) == ACQ + 0 and (s[m.DP] >> 0) & 1  # acquired, not yet sent: not stealable
+    assert ("delayed_acquisition", 0) not in m.actions(s)
+    p = m.replay([(a, o) for a, o, _ in p.steps] + [("deliver", 0), ("delayed_acquisition", 0)])
+    assert p.steps[-2][1] == 0  # sent while still held by c0 ...
+    assert _status(m, p.last, 0) == DELETED and not p.last[m.DP]  # ... then stolen and deleted
+    q = m.replay([("enqueue_held", 0), ("delete_entry", 0), ("unhold", 0)])
+    assert _status(m, q.last, 0) == AVAILABLE and ("delayed_acquisition", 0) in m.actions(q.last)
+
+
+def test_a_rejected_entry_goes_to_another_consumer_never_back():
+    m = _model("reject")
+    p = m.replay([("enqueue", 0), ("notify_consumers", 0), ("deliver_single_message", 0), ("find_next_available", 0),
+                  ("acquire", 0, 0), ("deliver", 0), ("reject", 0, 0), ("notify_consumers", 0)])
+    s = p.last
+    assert s[m.REJ + 0] == 1 and _status(m, s, 0) == AVAILABLE
+    assert p.steps[-1][1] == (1,)  # the walk passes over c0, which rejected it
+    p = m.replay([(a, o) for a, o, _ in p.steps] + [("deliver_single_message", 0), ("find_next_available", 0)])
+    assert p.steps[-1][1] is None  # c0 (still pulling) does not see it again
+    p = m.replay([(a, o) for a, o, _ in p.steps] + [("deliver_single_message", 1), ("find_next_available", 1),
+                                                   ("acquire", 1, 0)])
+    assert _status(m, p.last, 0) == ACQ + 1
+
+
+def test_groups_keep_an_entry_for_its_owner_and_the_policies_part_on_release():
+    for name, freed in (("groups-shared", True), ("groups-assigned", False)):
+        m = _model(name)
+        p = m.replay([("enqueue", 0), ("enqueue", 1), ("notify_consumers", 0), ("deliver_single_message", 0),
+                      ("find_next_available", 0), ("acquire", 0, 0), ("deliver", 0)])
+        s = p.last
+        assert s[m.GOWN] == 1  # the group is c0's
+        assert m._next_for(list(s), 1) is None  # m1 is kept from c1
+        p = m.replay([(a, o) for a, o, _ in p.steps] + [("release", 0)])
+        # shared groups are given up with the last entry held; a standard group stays assigned
+        assert (p.last[m.GOWN] == 0) == freed, name
+        assert (m._next_for(list(p.last), 1) == 0) == freed, name
+
+
+def test_upstream_shared_group_stays_with_a_consumer_whose_acquire_failed():
+    steps = [("enqueue", 0), ("notify_consumers", 0), ("deliver_single_message", 0), ("find_next_available", 0),
+             ("suspend", 0, "flow"), ("enqueue", 1), ("notify_consumers", 1), ("delete_entry", 0), ("acquire", 0, 0)]
+    up = _model("upstream-group-acquire")
+    s = up.replay(steps).last
+    assert s[up.GOWN] == 1 and not s[up.GCNT]  # c0 owns the group and holds none of its entries
+    assert up._next_for(list(s), 1) is None  # so m1 is kept from c1
+    ref = _model("upstream-group-acquire", group_assign_with_acquire=True)
+    s = ref.replay(steps).last
+    assert s[ref.GOWN] == 0 and ref._next_for(list(s), 1) == 1
+
+
+def test_a_consumer_closed_while_it_pulls_takes_no_group():
+    steps = [("enqueue", 0), ("notify_consumers", 0), ("deliver_single_message", 0), ("find_next_available", 0),
+             ("remove_consumer", 0), ("acquire", 0, 0)]
+    ref = _model("groups-assigned")
+    p = ref.replay(steps)
+    assert p.steps[-1][1] is False and p.last[ref.GOWN] == 0
+    up = _model("upstream-assigned-group-closed")
+    p = up.replay(steps + [("deliver", 0)])
+    assert p.steps[-2][1] is True and p.last[up.GOWN] == 1  # the group stays with the closed c0 for ever
+    assert _status(up, p.last, 0) == AVAILABLE and up._next_for(list(p.last), 1) is None
+
+
+TestAllActors = state_machine(ConsumerListsModel(ConsumerListsModel.configs()["all-actors"]), max_examples=25).TestCase
+TestAllActorsAssigned = state_machine(
+    ConsumerListsModel(ConsumerListsModel.configs()["all-actors-assigned"]), max_examples=15
+).TestCase

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from conq.model.kernel import Model, always, always_step, leads_to, sometimes
+from conq.model.kernel import Model, always, always_step, int_range, leads_to, sometimes
 
 IDLE, READ, DONE = 0, 1, 2
 
@@ -25,6 +25,13 @@ class CounterConfig:
 class CounterModel(Model):
     name = "toy-counter"
     Config = CounterConfig
+    ACTIONS = {"add": ("client",), "read": ("client",), "write": ("client",), "abort": ("client",)}
+
+    @classmethod
+    def validate_config(cls, config):
+        problems = super().validate_config(config)
+        int_range(problems, config, "clients", 1, why="with no client nothing happens")
+        return problems
 
     @classmethod
     def configs(cls):

@@ -16,6 +16,7 @@ from conq.model.engines.explorer import explore
 from conq.model.kernel import Kind, PropertyViolation
 from conq.model.engines.registry import load_model
 from conq.model.engines.stateful import state_machine
+from conq.model.ordered_consumption.configs import SEED_BROKER
 
 NAME = "ordered-consumption"
 ENTRIES = [e for e in manifest.load() if e.model == NAME]
@@ -174,26 +175,29 @@ def test_cache_thresholds_split_per_queue_and_batch_size():
     assert (m.thr_count, m.thr_bytes) == (2, 2)  # max(1, 4 / 2) each
     assert model("push-standard", cache_messages=1).thr_count == 1
     s = push_init(m, oc.STANDARD)
-    # empty cache: batch min(max(2 - 0, 1), 2) = 2, any non-empty prefix
-    assert [o for o, _ in m.step(s, ("receive", 0))] == [((0, 1),), ((0, 1), (1, 1))]
+    # empty cache: batch min(max(2 - 0, 1), 2) = 2, any non-empty prefix; or the answer is lost
+    # (the first message delivered to nobody), or a retriable error
+    assert [o for o, _ in m.step(s, ("receive", 0))] == [((0, 1),), ((0, 1), (1, 1)), ("lost", ((0, 1),)), "error"]
     full = outcome(m, s, ("receive", 0), ((0, 1), (1, 1)))
     assert [o for o, _ in m.step(full, ("receive", 0))] == ["full"]
     # one message of size 1 cached: batch min(max(2 - 1, 1), 2) = 1
     one = outcome(m, s, ("receive", 0), ((0, 1),))
-    assert [o for o, _ in m.step(one, ("receive", 0))] == [((1, 1),)]
+    assert [o for o, _ in m.step(one, ("receive", 0))] == [((1, 1),), ("lost", ((1, 1),)), "error"]
+    seed = model("push-standard", **SEED_BROKER)
+    assert [o for o, _ in seed.step(push_init(seed, oc.STANDARD), ("receive", 0))] == [((0, 1),), ((0, 1), (1, 1))]
 
 
 def test_byte_threshold_alone_stops_receiving():
-    m = model("push-standard", msg_size=(2, 1, 1))
+    m = model("push-standard", msg_size=(2, 1))
     s = outcome(m, push_init(m, oc.STANDARD), ("receive", 0), ((0, 1),))
     assert [o for o, _ in m.step(s, ("receive", 0))] == ["full"]  # 1 message < 2, but 2 bytes >= 2
-    ignoring = model("mutant-push-ignore-bytes", msg_size=(2, 1, 1))
+    ignoring = model("mutant-push-ignore-bytes", msg_size=(2, 1))
     s = outcome(ignoring, push_init(ignoring, oc.STANDARD), ("receive", 0), ((0, 1),))
     assert [o for o, _ in ignoring.step(s, ("receive", 0))] == [((1, 1),)]
 
 
 def test_fifo_lock_busy_stops_and_unlock_signals():
-    m = model("push-fifo")
+    m = model("push-fifo", **SEED_BROKER)  # the seed's broker hands out B while A is consumed
     s = push_init(m, oc.FIFO)
     s = outcome(m, s, ("receive", 0), ((0, 1),))
     s = outcome(m, s, ("dispatch", 0), "locked")
@@ -204,7 +208,7 @@ def test_fifo_lock_busy_stops_and_unlock_signals():
     s = outcome(m, busy, ("consume", 0), ("ok", 1))
     s = outcome(m, s, ("ack", 0), "ok")
     s = outcome(m, s, ("unlock", 0), "unlocked")
-    assert s[2][0] == (0, 1, 0, oc.W_IDLE)  # unlocked and signalled
+    assert s[2][0] == (0, 1, 0, oc.W_IDLE, 1)  # unlocked and signalled
     s = outcome(m, outcome(m, s, ("dispatch", 0), "locked"), ("take", 0), 1)
     assert s[1][1][2] == oc.C_CONSUMING
     lost = model("mutant-fifo-unlock-no-signal")
@@ -231,7 +235,10 @@ def test_fifo_failure_reconsumes_then_dead_letters_at_max():
     for a, o in [(("receive", 0), ((0, 1),)), (("dispatch", 0), "locked"), (("take", 0), 0)]:
         s = outcome(m, s, a, o)
     s = outcome(m, s, ("consume", 0), ("fail", 1))
-    assert s[1][0][2] == oc.C_CONSUMING  # below the maximum: consume again
+    assert s[1][0][2] == oc.C_DELAY and m.actions(s) == [("receive", 0), ("next_attempt_delay", 0), ("expire", 0),
+                                                        ("drop_process_queue", 0)]
+    s = outcome(m, s, ("next_attempt_delay", 0), "elapsed")  # the retry policy's delay: consume again
+    assert s[1][0][2] == oc.C_CONSUMING
     s = outcome(m, s, ("consume", 0), ("fail", 2))
     assert s[1][0][2] == oc.C_DLQING  # at the maximum: dead-letter
     assert dict(m.step(s, ("forward_to_dlq", 0)))["error"] == s  # retried until it succeeds
@@ -247,29 +254,33 @@ def test_fifo_failure_reconsumes_then_dead_letters_at_max():
 def test_standard_failure_changes_invisible_then_redelivers_with_next_attempt():
     m = model("push-standard")
     path = m.replay([
-        (("receive", 1), ((2, 1),)),
-        (("dispatch", 1), 2),
-        (("consume", 2), ("fail", 1)),
-        (("change_invisible", 2), "ok"),
-        (("expire", 2), "visible"),
-        (("receive", 1), ((2, 2),)),
-        (("dispatch", 1), 2),
-        (("consume", 2), ("fail", 2)),
-        (("change_invisible", 2), "error"),  # seed: not retried; the invisible timer still runs out
-        (("expire", 2), "dead-lettered"),
+        (("receive", 0), ((0, 1),)),
+        (("dispatch", 0), 0),
+        (("consume", 0), ("fail", 1)),
+        (("change_invisible", 0), "ok"),
+        (("expire", 0), "visible"),
+        (("receive", 0), ((0, 2),)),
+        (("dispatch", 0), 0),
+        (("consume", 0), ("fail", 2)),
+        (("change_invisible", 0), "error"),  # seed: not retried; the invisible timer still runs out
+        (("expire", 0), "dead-lettered"),
     ])
-    assert path.last[1][2][0] == oc.S_DLQ_SRV
+    assert path.last[1][0][0] == oc.S_DLQ_SRV
     m.check_path(path)
     # seed standard mode erases the message from the cache right after consuming it
-    assert path.steps[2][2][1][2][3] == 0
+    assert path.steps[2][2][1][0][3] == 0
 
 
 def test_standard_upstream_keeps_cache_until_settled_and_retries_settle():
     m = model("push-standard-upstream")
-    s = m.replay([(("receive", 1), ((2, 1),)), (("dispatch", 1), 2), (("consume", 2), ("ok", 1))]).last
-    assert s[1][2][3] == 1  # still cached
-    assert dict(m.step(s, ("ack", 2)))["error"] == s  # retried until OK
-    assert outcome(m, s, ("ack", 2), "ok")[1][2][3] == 0
+    s = m.replay([(("receive", 0), ((0, 1),)), (("dispatch", 0), 0), (("consume", 0), ("ok", 1))]).last
+    assert s[1][0][3] == 1  # still cached
+    assert dict(m.step(s, ("ack", 0)))["error"] == s  # retried until OK
+    assert outcome(m, s, ("ack", 0), "ok")[1][0][3] == 0
+    # ... or until a non-retriable answer: the invisible time ran out, the handle is no longer valid
+    stale = outcome(m, s, ("expire", 0), "visible")
+    assert [o for o, _ in m.step(stale, ("ack", 0))] == ["error", "invalid-handle"]
+    assert outcome(m, stale, ("ack", 0), "invalid-handle")[1][0][2:4] == (oc.C_NONE, 0)
 
 
 def test_simple_consumer_returns_errors_without_retry():
@@ -286,7 +297,7 @@ def test_simple_consumer_returns_errors_without_retry():
 
 
 def test_simple_concurrent_receives_get_distinct_messages():
-    m = model("simple")
+    m = model("simple", msg_queue=(0, 0, 1), msg_size=(1, 2, 1))
     s = m.init_states()[0]
     s = outcome(m, s, ("call_receive", 0), "called")
     s = outcome(m, s, ("call_receive", 1), "called")
@@ -325,7 +336,7 @@ def test_route_cached_skips_the_fetch():
 
 
 def test_consumption_mode_is_configuration_and_only_the_dispatch_differs():
-    std, fifo = model("push-standard"), model("push-fifo")
+    std, fifo = model("push-standard", **SEED_BROKER), model("push-fifo", **SEED_BROKER)
     assert std.init_states()[0][1:] == fifo.init_states()[0][1:]
     s_std = outcome(std, std.init_states()[0], ("receive", 0), ((0, 1), (1, 1)))
     s_fifo = outcome(fifo, fifo.init_states()[0], ("receive", 0), ((0, 1), (1, 1)))
@@ -338,7 +349,7 @@ def test_consumption_mode_is_configuration_and_only_the_dispatch_differs():
 
 
 def test_each_queue_has_its_own_process_queue_and_messages_arrive_only_by_receive():
-    m = model("push-standard")
+    m = model("push-standard", msg_queue=(0, 0, 1), msg_size=(1, 2, 1))
     s = m.init_states()[0]
     assert len(s[2]) == m.config.queues
     t = outcome(m, s, ("receive", 1), ((2, 1),))
@@ -346,12 +357,13 @@ def test_each_queue_has_its_own_process_queue_and_messages_arrive_only_by_receiv
     assert t[2][1][1] == 1  # received messages notify the dispatcher of that process queue
     assert outcome(m, t, ("dispatch", 1), 2)[1][2][2] == oc.C_CONSUMING
     assert m.step(t, ("dispatch", 0)) == []  # nothing was signalled for queue 0
-    # no step other than a receive ever puts a message into a cache
+    # no step other than a receive ever puts a message into a cache (a delivery cached behind a copy in
+    # consumption takes that copy's place when it is done: the same cache entry)
     ex = explored(next(e for e in ENTRIES if e.config == "push-standard"))
     states, e, labels = ex.state_list, ex.edges, ex.labels
     for k in range(0, len(e), 3):
         a, _ = labels[e[k + 2]]
-        if any(not x[3] and y[3] for x, y in zip(states[e[k]][1], states[e[k + 1]][1])):
+        if any(not x[3] and not x[6] and (y[3] or y[6]) for x, y in zip(states[e[k]][1], states[e[k + 1]][1])):
             assert a[0] == "receive"
 
 
@@ -366,7 +378,7 @@ def test_standard_dispatcher_takes_until_the_cache_is_empty():
 
 
 def test_fifo_take_on_an_empty_cache_unlocks_and_ack_is_retried():
-    m = model("push-fifo")
+    m = model("push-fifo", **SEED_BROKER)
     s = m.replay(_fifo_prefix()).last  # message 1 cached, process queue 0 signalled
     s = outcome(m, s, ("dispatch", 0), "locked")
     s = outcome(m, s, ("take", 0), 1)
@@ -375,7 +387,7 @@ def test_fifo_take_on_an_empty_cache_unlocks_and_ack_is_retried():
     s = outcome(m, outcome(m, s, ("ack", 1), "ok"), ("unlock", 0), "unlocked")
     s = outcome(m, s, ("dispatch", 0), "locked")
     t = outcome(m, s, ("take", 0), "empty")
-    assert t[2][0] == (0, 0, 0, oc.W_IDLE)
+    assert t[2][0] == (0, 0, 0, oc.W_IDLE, 1)
 
 
 def test_fairness_never_forces_failures_or_user_calls():
@@ -387,6 +399,15 @@ def test_fairness_never_forces_failures_or_user_calls():
     assert m.fair(("rpc", 0), ("ok", "acked")) == ("rpc", 0)
     assert m.fair(("ack", 0), "ok") == ("ack", 0)
     assert m.fair(("expire", 1), "visible") == ("expire", 1)
+    # the definitive answer to a settle is fair (OK, or INVALID_RECEIPT_HANDLE to a stale handle); a lost
+    # answer, BAD_REQUEST, a failed receive and a rebalance are never forced
+    assert m.fair(("ack", 0), "invalid-handle") == ("ack", 0)
+    assert m.fair(("ack", 0), "lost") is None and m.fair(("forward_to_dlq", 0), "bad-request") is None
+    assert m.fair(("receive", 0), "error") is None and m.fair(("receive", 0), ("lost", ((0, 1),))) is None
+    assert m.fair(("receive", 0), ()) == ("receive", 0)
+    assert m.fair(("drop_process_queue", 0), "dropped") is None
+    assert m.fair(("create_process_queue", 0), "created") is None
+    assert m.fair(("next_attempt_delay", 0), "elapsed") == ("next_attempt_delay", 0)
 
 
 def test_properties_follow_the_enabled_roles():
@@ -432,3 +453,172 @@ def test_counterexamples_replay_and_reraise(entry):
                 cyc = m.replay([(a, o) for a, o, _ in v.cycle.steps], init=v.cycle.init)
                 assert cyc.last == cyc.init == replayed.last
                 assert not any(v.prop.check(x) for x in cyc.states())
+
+
+# -- (e) the broker's other answers and events (issue 14: the model keeps up) ----------------
+
+
+NEW_PROPERTIES = ["delivered-at-most-max", "consumptions-within-max", "no-unexplained-duplicate", "no-stall",
+                  "redelivered-while-in-consumption", "fifo-settled-from-memo", "given-back-while-in-flight",
+                  "simple-stale-handle"]
+
+
+@pytest.mark.parametrize("name", NEW_PROPERTIES)
+def test_new_property_holds_with_a_witness_in_the_reference(name):
+    ex = explored(next(e for e in ENTRIES if e.config == "reference"))
+    v = ex.verdict(name)
+    assert v.status in ("holds", "witnessed"), (v.status, v.detail)
+    if v.prop.kind is not Kind.LEADS_TO:
+        # the witness is a real run of the model, and the claim is exercised on it
+        replayed = ex.model.replay([(a, o) for a, o, _ in v.path.steps], init=v.path.init)
+        assert replayed.last == v.path.last
+        ex.model.check_path(replayed)
+
+
+def _fifo_consumed(m, result=("ok", 1)):
+    """push-fifo: message 0 received, locked, taken and consumed once."""
+    return m.replay([(("receive", 0), ((0, 1),)), (("dispatch", 0), "locked"), (("take", 0), 0),
+                     (("consume", 0), result)]).last
+
+
+def test_expired_handle_gives_up_the_ack_and_the_redelivery_is_settled_from_memory():
+    m = model("push-fifo")
+    s = outcome(m, _fifo_consumed(m), ("expire", 0), "visible")  # invisible time ran out while acking
+    assert s[1][0][:3] == (oc.S_READY, 1, oc.C_ACKING)
+    # C1: the stale handle is answered non-retriably; a timeout is still possible, OK no longer
+    assert [o for o, _ in m.step(s, ("ack", 0))] == ["error", "invalid-handle"]
+    s = outcome(m, s, ("ack", 0), "invalid-handle")
+    assert s[1][0][2] == oc.C_NONE and s[1][0][7] == oc.M_ACK and s[2][0][3] == oc.W_UNLOCK  # given up, remembered
+    path = m.replay([(("unlock", 0), "unlocked"), (("receive", 0), ((0, 2),)), (("dispatch", 0), "locked"),
+                     (("take", 0), 0), (("consume", 0), ("remembered", "ack")), (("ack", 0), "ok")], init=s)
+    last = path.last[1][0]
+    assert last[0] == oc.S_ACKED and m.view(path.last)["messages"][0]["consumed_total"] == 0  # forgotten once settled
+    assert path.steps[4][2][1][0][10] == 1  # settled from memory: the listener consumed it once in all
+    m.check_path(path)
+
+
+def test_seed_settle_loop_never_ends_on_an_invalid_handle():
+    m = model("push-fifo-settle-until-success")
+    s = outcome(m, _fifo_consumed(m), ("expire", 0), "visible")
+    assert dict(m.step(s, ("ack", 0)))["invalid-handle"] == s  # repeated for ever, the lock held
+    ex = explored(next(e for e in ENTRIES if e.config == "push-fifo-settle-until-success"))
+    v = ex.verdict("no-stall")
+    assert v.status == "violated" and v.cycle is not None
+    assert any(a[0] in ("ack", "forward_to_dlq") and o == "invalid-handle" for a, o, _ in v.cycle.steps)
+
+
+def test_redelivery_waits_behind_the_copy_still_in_consumption():
+    m = model("push-fifo")
+    s = _fifo_consumed(m, ("fail", 1))
+    s = m.replay([(("expire", 0), "visible"), (("receive", 0), ((0, 2),))], init=s).last
+    r = s[1][0]
+    assert (r[2], r[5], r[6]) == (oc.C_DELAY, 1, 2)  # the old copy (attempt 1) waits its delay, attempt 2 behind it
+    assert [o for o, _ in m.step(s, ("receive", 0))] == ["full"]  # both count against the cache
+    s = m.replay([(("next_attempt_delay", 0), "elapsed"), (("consume", 0), ("ok", 2)),
+                  (("ack", 0), "invalid-handle")], init=s).last
+    r = s[1][0]
+    assert (r[2], r[3], r[5], r[6], r[7], r[10]) == (oc.C_CACHED, 1, 2, 0, oc.M_ACK, 2)  # the newer copy takes its place
+    s = m.replay([(("unlock", 0), "unlocked"), (("dispatch", 0), "locked"), (("take", 0), 0),
+                  (("consume", 0), ("remembered", "ack"))], init=s).last
+    assert s[1][0][10] == 2 <= m.config.max_attempts  # never consumed again
+
+
+def test_a_lost_answer_was_applied_and_its_repeat_meets_an_invalid_handle():
+    m = model("push-fifo")
+    s = outcome(m, _fifo_consumed(m), ("ack", 0), "lost")
+    assert s[1][0][:3] == (oc.S_ACKED, 1, oc.C_ACKING)  # acked on the server, the client repeats
+    t = outcome(m, s, ("ack", 0), "invalid-handle")
+    assert t[1][0][:3] == (oc.S_ACKED, 1, oc.C_NONE) and t[1][0][7] == oc.M_NONE and t[2][0][3] == oc.W_UNLOCK
+
+
+def test_bad_request_on_a_valid_handle_leaves_the_delivery_to_its_timer():
+    m = model("push-fifo")
+    s = outcome(m, _fifo_consumed(m), ("ack", 0), "bad-request")
+    assert s[1][0][:3] == (oc.S_INVIS, 1, oc.C_NONE) and s[1][0][7] == oc.M_ACK
+    s = m.replay([(("unlock", 0), "unlocked"), (("receive", 0), ()), (("expire", 0), "visible"),
+                  (("receive", 0), ((0, 2),))], init=s).last  # the server gate: no message until it expired
+    assert s[1][0][:3] == (oc.S_INVIS, 2, oc.C_CACHED)
+
+
+def test_rebalance_drops_the_cache_and_the_consumption_under_way_finishes_on_the_old_process_queue():
+    m = model("push-fifo")
+    s = _fifo_consumed(m)
+    t = outcome(m, s, ("drop_process_queue", 0), "dropped")
+    assert t[2][0] == (0, 0, 0, oc.W_IDLE, 0) and t[1][0][2] == oc.C_ACKING and t[1][0][8] == 1
+    assert ("receive", 0) not in m.actions(t) and ("create_process_queue", 0) in m.actions(t)
+    t = outcome(m, t, ("create_process_queue", 0), "created")
+    assert t[2][0] == (0, 0, 0, oc.W_IDLE, 1)
+    assert [o for o, _ in m.step(t, ("receive", 0))][0] == ()  # the server gate: A is still invisible
+    t = outcome(m, t, ("ack", 0), "ok")
+    assert t[1][0][0] == oc.S_ACKED and t[2][0] == (0, 0, 0, oc.W_IDLE, 1)  # the new process queue is not unlocked
+    assert outcome(m, t, ("receive", 0), ((1, 1),))[1][1][2] == oc.C_CACHED
+    # standard mode: cached messages are discarded, the server redelivers them after their invisible time
+    std = model("push-standard")
+    s = outcome(std, push_init(std, oc.STANDARD), ("receive", 0), ((0, 1), (1, 1)))
+    s = outcome(std, outcome(std, s, ("dispatch", 0), 0), ("drop_process_queue", 0), "dropped")
+    assert [r[2] for r in s[1]] == [oc.C_CONSUMING, oc.C_NONE] and s[1][1][0] == oc.S_INVIS
+
+
+def test_thresholds_follow_the_process_queues_the_consumer_has():
+    m = model("push-standard", msg_queue=(0, 0, 1), msg_size=(1, 1, 1))
+    s = push_init(m, oc.STANDARD)
+    assert m._thresholds(s[2]) == (2, 2)
+    s = outcome(m, s, ("drop_process_queue", 1), "dropped")
+    assert m._thresholds(s[2]) == (4, 4)  # max(1, total / 1): queue 0's share grows
+    s = outcome(m, s, ("receive", 0), ((0, 1), (1, 1)))
+    assert [o for o, _ in m.step(s, ("receive", 0))] == [(), "error"]  # 2 < 4: not full
+
+
+def test_a_lost_receive_costs_a_delivery_attempt():
+    m = model("push-standard")
+    s = outcome(m, push_init(m, oc.STANDARD), ("receive", 0), ("lost", ((0, 1),)))
+    assert s[1][0][:3] == (oc.S_INVIS, 1, oc.C_NONE)  # delivered to nobody
+    s = outcome(m, outcome(m, s, ("expire", 0), "visible"), ("receive", 0), ((0, 2),))
+    assert s[1][0][:3] == (oc.S_INVIS, 2, oc.C_CACHED)
+
+
+def test_simple_consumer_meets_stale_handles():
+    m = model("simple")
+    s = m.replay([(("call_receive", 0), "called"), (("rpc", 0), ("ok", (0, 1))), (("expire", 0), "visible")]).last
+    assert s[1][0] == (oc.S_READY, 1, oc.H_STALE)
+    s = outcome(m, s, ("call_ack", 0, 0), "called")
+    assert [o for o, _ in m.step(s, ("rpc", 0))] == ["error", "invalid-handle"]
+    assert outcome(m, s, ("rpc", 0), "invalid-handle")[3][0][0] == oc.OP_NONE  # returned to the application
+    s = m.replay([(("call_receive", 0), "called"), (("rpc", 0), ("ok", (0, 1))), (("call_ack", 0, 0), "called"),
+                  (("rpc", 0), ("lost", "acked"))]).last
+    assert s[1][0] == (oc.S_ACKED, 1, oc.H_STALE) and s[3][0][0] == oc.OP_NONE  # applied; an error returned
+
+
+def test_answer_codes_add_transitions_not_states():
+    base = model("push-fifo-upstream", expiry_while_held=True)
+    coded = OrderedConsumptionModel(dataclasses.replace(base.config, answer_codes=True))
+    a, b = explore(base, liveness=False), explore(coded, liveness=False, keep_edges=True)
+    assert a.states == b.states and a.transitions < b.transitions
+    assert {o for _, o in b.labels} >= {"throttled", "not-found"}
+
+
+def test_the_seed_broker_reproduces_the_earlier_model():
+    """With the broker of the seed's assumptions, the old layout and no server gate, the model is the one
+    this issue started from: its pinned counts (push-fifo 4,520 / 21,026; simple 12,348 / 64,808)."""
+    for config, states, transitions in (("push-fifo", 4520, 21026), ("simple", 12348, 64808)):
+        m = model(config, msg_queue=(0, 0, 1), msg_size=(1, 2, 1), **SEED_BROKER)
+        ex = explore(m, liveness=False)
+        assert (ex.states, ex.transitions) == (states, transitions), config
+
+
+@pytest.mark.parametrize("config, prop, needs", [
+    ("push-fifo-lock-only", "fifo-order", "invalid-handle"),
+    ("push-fifo-no-memo", "consumptions-within-max", "invalid-handle"),
+    ("push-fifo-memo-per-queue", "consumptions-within-max", "dropped"),
+    ("push-fifo-upstream", "fifo-one-in-consumption", "lost"),
+])
+def test_variant_counterexample_goes_through_the_broker_event_it_needs(config, prop, needs):
+    ex = explored(next(e for e in ENTRIES if e.config == config))
+    v = ex.verdict(prop)
+    assert v.status == "violated"
+    assert any(o == needs for _, o, _ in v.path.steps), ex.model.format_path(v.path)
+    # ... and the reference rule holds against the same broker
+    ref = model(config)
+    fixed = OrderedConsumptionModel(dataclasses.replace(
+        ref.config, server_gate=True, remember_outcome=True, memo_survives_drop=True, client_lock=True))
+    assert explore(fixed, liveness=False).verdict(prop).status == "holds"

@@ -20,7 +20,7 @@ from conq.model.engines.stateful import state_machine
 NAME = "recovery-deferral"
 ENTRIES = [e for e in manifest.load() if e.model == NAME]
 
-FED, QUEUES, RUNNING, STATUS, PENDING, ENTRIES_, SLOT, REC, NOTES, SCHED, BACKLOG = range(11)
+FED, QUEUES, RUNNING, STATUS, PENDING, ENTRIES_, SLOT, REC, NOTES, SCHED, BACKLOG, TOLD, UPCTX = range(13)
 
 
 def model(config="reference", **kw):
@@ -263,6 +263,58 @@ def test_upstream_cancel_does_not_stop_a_poll_that_read_zero():
     assert obs == ("delivered", 0, 1)
     with pytest.raises(PropertyViolation, match="no-stale-up"):
         m.check_path(m.replay([("recover", 0), ("feed", 0), ("run", 0), ("done", 0), ("status", 0, 0), ("poll", 0, 0), ("recover", 0), ("deliver",)]))
+
+
+def only(m, *names):
+    """``m`` checking just the named properties (check_path stops at the first violation)."""
+    m._properties = tuple(p for p in m.property_list() if p.name in names)
+    return m
+
+
+def test_customer_hears_of_a_recovery_before_its_events_and_its_up():
+    ref = model()
+    s = run(ref, [("recover", 0)])
+    assert s[REC] == s[TOLD] == (1, 0)  # forwarded in the step that stores the context
+    off = model("seed-initiated-off-feed-thread")
+    s = run(off, [("recover", 0)])
+    assert s[REC] == (1, 0) and s[TOLD] == (0, 0) and ("announce", 0) in off.actions(s)
+    [(obs, t)] = off.step(s, ("announce", 0))
+    assert obs == ("forwarded", 1) and t[TOLD] == (1, 0)
+    # a resent event reaches the customer's listener before its recovery's onRecoveryInitiated
+    with pytest.raises(PropertyViolation, match="recovery-initiated-first"):
+        off.check_path(off.replay([("recover", 0), ("feed", 0), ("run", 0)]))
+    # and, with no resent event at all, the ProducerUp of the recovery does
+    live = model("seed-initiated-off-feed-thread", events=((0, 0, 0), (1, 1, 0)))
+    with pytest.raises(PropertyViolation, match="recovery-initiated-first"):
+        live.check_path(live.replay([("recover", 0), ("status", 0, 0), ("poll", 0, 0)]))
+    live.check_path(live.replay([("recover", 0), ("announce", 0), ("status", 0, 0), ("poll", 0, 0)]))
+
+
+def test_a_deferred_up_polls_its_own_context_and_a_new_recovery_supersedes_it():
+    ref = model("reference-re-recovery")
+    s = run(ref, [("recover", 0), ("feed", 0), ("status", 0, 0)])
+    assert s[NOTES][0] == (rd.PENDING,) and s[UPCTX][0] == (1,)  # correlated with (producer 0, request 1)
+    s = run(ref, [("recover", 0)], s)
+    assert s[NOTES][0] == (rd.NOT_SENT,) and s[UPCTX][0] == (0,)  # superseded
+    keep = model("seed-new-recovery-keeps-deferred-up")
+    acts = [("recover", 0), ("feed", 0), ("status", 0, 0), ("recover", 0)]
+    s = run(keep, acts)
+    assert s[REC][0] == 2 and s[NOTES][0] == (rd.PENDING,) and s[UPCTX][0] == (1,)
+    assert list(keep.step(s, ("poll", 0, 0))) == [(1, s)]  # its own context (0, 1), not (0, 2)
+    with pytest.raises(PropertyViolation, match="deferred-up-of-latest-recovery"):
+        keep.check_path(keep.replay(acts))
+    # recovery 2's event arrives and waits; recovery 1's event completes; the old up fires
+    stale = acts + [("feed", 0), ("run", 0), ("done", 0), ("poll", 0, 0)]
+    with pytest.raises(PropertyViolation, match="no-stale-up") as info:
+        only(model("seed-new-recovery-keeps-deferred-up"), "no-stale-up").check_path(keep.replay(stale))
+    assert len(info.value.path) == len(stale)
+    # every other claim about that up holds: it speaks of its own recovery (1), whose tasks are
+    # done; read against the producer's current recovery (2, its event still queued) the same
+    # delivery would have been blamed on up-after-recovery-tasks, and no-stale-up would have held
+    rest = [p.name for p in keep.property_list() if p.name not in ("no-stale-up", "deferred-up-of-latest-recovery")]
+    only(model("seed-new-recovery-keeps-deferred-up"), *rest).check_path(keep.replay(stale))
+    last = keep.replay(stale).states()[-2]
+    assert last[STATUS][1] == rd.QUEUED and last[REC][0] == 2 and last[UPCTX][0] == (1,)
 
 
 def test_no_context_up_is_forwarded_in_the_reference_and_dropped_upstream():

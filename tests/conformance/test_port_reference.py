@@ -1,0 +1,118 @@
+"""Port references (issue 17): spec/ports/<model>.md generated from the call-level views, with a
+drift test; the suite's corpus and exhaustive gaps; definite errors as observations."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from conq.catalog import repo_root
+from conq.conformance import generate, port_reference
+from conq.conformance.adapters import Stdio
+from conq.conformance.checker import Checker
+from conq.conformance.suite import SuiteError, run_suite
+from conq.conformance.views import conformance_model
+
+CORPUS = repo_root() / "conformance" / "consumer_lists" / "corpus"
+
+
+@pytest.mark.parametrize("model", port_reference.models())
+def test_port_reference_is_up_to_date(model):
+    path = repo_root() / "spec" / "ports" / f"{model}.md"
+    assert path.is_file(), f"{path} missing: python -m conq.conformance.port_reference --write"
+    assert path.read_text() == port_reference.render_markdown(model), (
+        f"{path} is stale: regenerate with `conq protocol --write` or "
+        "`python -m conq.conformance.port_reference --write`")
+
+
+def test_consumer_lists_reference_names_every_call_and_the_observation_shape():
+    text = (repo_root() / "spec" / "ports" / "consumer-lists.md").read_text()
+    for call in ("add_consumer", "remove_consumer", "credit", "suspend", "resume", "enqueue", "enqueue_held",
+                 "unhold", "release", "pull"):
+        assert f'### `["{call}"' in text
+    assert "`[result, notified]`" in text and "sorted ascending" in text
+    # the delivery rule the checker holds a port to: back to notified always, not "if more work"
+    assert "*always* after a delivery" in text
+    # the finer model steps are never sent to a port
+    assert '### `["deliver"' not in text and '### `["notify_consumers"' not in text
+
+
+def test_declared_calls_must_match_the_view():
+    declared = port_reference.DECLARED["consumer-lists"]
+    broken = port_reference.Declared(declared.intro, declared.calls[:-1], declared.observation, declared.snapshot)
+    port_reference.DECLARED["consumer-lists"] = broken
+    try:
+        with pytest.raises(ValueError, match="differ from the calls the view emits"):
+            port_reference.render_markdown("consumer-lists")
+    finally:
+        port_reference.DECLARED["consumer-lists"] = declared
+
+
+def test_corpus_through_a_stdio_port_inits_per_configuration(tmp_path):
+    # a port that logs each init's configuration: the corpus mixes 6 configurations, each a fresh init
+    log = tmp_path / "inits"
+    port = tmp_path / "logging_port.py"
+    port.write_text(
+        "import sys, json\n"
+        "from conq.conformance import port\n"
+        f"LOG = {str(log)!r}\n"
+        "class Tee:\n"
+        "    def __init__(self, f): self.f = f\n"
+        "    def __iter__(self):\n"
+        "        for line in self.f:\n"
+        "            if '\"init\"' in line:\n"
+        "                open(LOG, 'a').write(json.dumps(json.loads(line)['config'], sort_keys=True) + '\\n')\n"
+        "            yield line\n"
+        "sys.exit(port.serve(Tee(sys.stdin), sys.stdout))\n"
+    )
+    res, model = run_suite("consumer-lists", impl_spec=f"stdio:{sys.executable} {port}", traces=0, corpus=CORPUS)
+    assert res.corpus_ok == res.corpus == 27, [f.describe(model) for f in res.failures]
+    assert res.corpus_replayed_diverge == 9
+    inits = log.read_text().splitlines()
+    # a fresh init whenever the configuration changes (files run in name order), and only then
+    assert len(set(inits)) == 6 and all(a != b for a, b in zip(inits, inits[1:]))
+
+
+def test_a_diverge_trace_replayed_catches_an_implementation_with_that_bug():
+    res, model = run_suite("consumer-lists", impl_spec="mutant:remove-no-handover", traces=0, corpus=CORPUS)
+    sources = [f.source for f in res.failures]
+    assert any(s.startswith("corpus:diverge-remove-no-handover.ndjson (its actions replayed") for s in sources), sources
+    assert not any(s.startswith("corpus:diverge-priority-ignored") for s in sources)
+
+
+def test_exhaustive_mode_runs_every_trace_or_refuses():
+    model = conformance_model("consumer-lists", "small", {"env_budget": 2})
+    total = generate.count_exhaustive(model, 4)
+    assert total == sum(1 for _ in generate.exhaustive(model, 4))
+    with pytest.raises(SuiteError, match=f"is {total:,} traces.*--traces {total}"):
+        run_suite("consumer-lists", config_name="small", overrides={"env_budget": 2}, traces=total - 1, length=4,
+                  mode="exhaustive")
+    res, m = run_suite("consumer-lists", config_name="small", overrides={"env_budget": 2}, traces=total, length=4,
+                       mode="exhaustive")
+    assert res.ok and res.traces == total and res.exhaustive_traces == total
+    assert res.to_json(m)["exhaustive"] == {"traces": total, "complete": True}
+
+
+def test_a_definite_error_is_an_observation_with_what_the_model_allowed(tmp_path):
+    driver = tmp_path / "no_pull.py"
+    driver.write_text(
+        "from conq.conformance.consumer_lists.driver import ConsumerListsDriver\n"
+        "class NoPull(ConsumerListsDriver):\n"
+        "    def do(self, action):\n"
+        "        if action[0] == 'pull':\n"
+        "            raise KeyError('pull is not implemented')\n"
+        "        return super().do(action)\n"
+    )
+    model = conformance_model("consumer-lists", "small", {"env_budget": 2})
+    impl = Stdio(f"{sys.executable} -m conq.conformance.port --driver {driver}:NoPull")
+    try:
+        run = Checker(model, impl).replay([("enqueue", 0), ("pull", 0)])
+    finally:
+        impl.close()
+    d = run.divergence
+    assert d is not None and d.step == 2 and d.kind == "observation"
+    assert d.observed == ("error", 12) and d.allowed == [(0, ())]
+    text = d.describe()
+    assert "answered ['error', 12]" in text and "unknown-action" in text and "the model allows [[0, []]]" in text
