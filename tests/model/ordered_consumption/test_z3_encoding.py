@@ -127,7 +127,7 @@ _REF = model()
 _ENC = symbolic.encoding_for(_REF)
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 100_000), steps=st.integers(0, 30))
 def test_encoding_agrees_with_the_executable_model_reference(seed, steps):
     state = _walk(_REF, seed, steps)
