@@ -30,11 +30,12 @@ def conformance_stage(out_dir: Path, console: Console) -> list[dict[str, Any]]:
     from conq.model.engines.registry import model_names
 
     rows = []
-    corpus = Path(__file__).resolve().parent.parent / "conformance" / "consumer_lists" / "corpus"
     for name, target in DRIVERS.items():
         if name not in model_names() or importlib.util.find_spec(target.partition(":")[0]) is None:
             continue
         console.print(f"[dim]conformance: {name} against the reference[/]")
+        # each system's golden corpus lives in conformance/<system>/corpus/
+        corpus = Path(__file__).resolve().parent.parent / "conformance" / name.replace("-", "_") / "corpus"
         res, m = run_suite(name, traces=300, seed=0, length=40, corpus=corpus if corpus.is_dir() else None)
         rows.append({
             "stage": "conformance",
@@ -47,29 +48,40 @@ def conformance_stage(out_dir: Path, console: Console) -> list[dict[str, Any]]:
     return rows
 
 
+#: the main job's Spark replays: (model, configuration, traces, length, output folder under reports/)
+REPLAYS = (
+    ("consumer-lists", "reference", 4096, 30, "replay"),
+    ("recovery-deferral", "reference-one-queue", 640, 24, "replay-recovery-deferral"),
+)
+
+
 def replay_stage(out_dir: Path, console: Console) -> list[dict[str, Any]]:
-    """A small Spark local[*] replay of the consumer-lists model against the reference."""
+    """A Spark local[*] replay of every system whose reference is wired to its model."""
     import importlib.util
 
     from conq.conformance.adapters import DRIVERS
     from conq.conformance.spark_replay import ReplayError, ReplayParams, run_replay
 
-    if importlib.util.find_spec(DRIVERS["consumer-lists"].partition(":")[0]) is None:
-        return []  # the reference is not wired to the model yet
-    params = ReplayParams(model="consumer-lists", config_name="reference", traces=4096, seed=0, length=30, mode="coverage")
-    t0 = time.perf_counter()
-    try:
-        s = run_replay(params, master="local[*]", out=out_dir / "replay", say=lambda m: console.print(f"[dim]replay: {m}[/]"))
-    except ReplayError as e:
-        return [{"stage": "spark replay", "subject": "consumer-lists", "result": str(e), "ok": False, "seconds": 0.0}]
-    cover = f"{s.states_covered:,} states" + (f" ({100 * s.state_fraction:.1f}% of {s.graph_states:,})" if s.graph_states else "")
-    return [{
-        "stage": "spark replay",
-        "subject": "consumer-lists/reference on local[*] (coverage-guided)",
-        "result": f"{s.traces:,} traces, {s.steps:,} steps, {s.diverged} diverged, {cover}; report {s.out}/report.md",
-        "ok": s.ok,
-        "seconds": round(time.perf_counter() - t0, 2),
-    }]
+    rows = []
+    for model, config, traces, length, folder in REPLAYS:
+        if model not in DRIVERS or importlib.util.find_spec(DRIVERS[model].partition(":")[0]) is None:
+            continue  # the reference is not wired to the model yet
+        params = ReplayParams(model=model, config_name=config, traces=traces, seed=0, length=length, mode="coverage")
+        t0 = time.perf_counter()
+        try:
+            s = run_replay(params, master="local[*]", out=out_dir / folder, say=lambda m: console.print(f"[dim]replay: {m}[/]"))
+        except ReplayError as e:
+            rows.append({"stage": "spark replay", "subject": model, "result": str(e), "ok": False, "seconds": 0.0})
+            continue
+        cover = f"{s.states_covered:,} states" + (f" ({100 * s.state_fraction:.1f}% of {s.graph_states:,})" if s.graph_states else "")
+        rows.append({
+            "stage": "spark replay",
+            "subject": f"{model}/{config} on local[*] (coverage-guided)",
+            "result": f"{s.traces:,} traces, {s.steps:,} steps, {s.diverged} diverged, {cover}; report {s.out}/report.md",
+            "ok": s.ok,
+            "seconds": round(time.perf_counter() - t0, 2),
+        })
+    return rows
 
 
 #: Stages after model checking: (name, function(out_dir, console) -> rows with
