@@ -235,7 +235,10 @@ class Model(Generic[S]):
     implement :meth:`init_states`, :meth:`actions`, :meth:`step` and
     :meth:`properties`; :meth:`successors` may be overridden by a faster
     equivalent (the explorer's hot path) as long as it yields the same
-    successors in the same order.
+    successors in the same order.  A model validates its configuration in
+    :meth:`validate_config` (called on every construction and by
+    :func:`config_from_overrides`: bad input never reaches the state machine)
+    and declares the actions a trace may name in :attr:`ACTIONS`.
     """
 
     #: registry name, e.g. ``"consumer-lists"``

@@ -29,8 +29,11 @@ def model_names() -> list[str]:
     return [name for name, target in MODELS.items() if importlib.util.find_spec(target.partition(":")[0]) is not None]
 
 
-def load_object(target: str) -> Any:
-    """The object a ``module:Name`` or ``FILE.py:Name`` target names."""
+def load_object(target: str, *, user: bool = True) -> Any:
+    """The object a ``module:Name`` or ``FILE.py:Name`` target names.  A ``user`` target
+    that cannot be loaded (missing, a syntax error, an import that fails) is a
+    :class:`ModelError` naming FILE:LINE; a shipped one (``user=False``) failing is a bug of
+    conq's and propagates as it is."""
     mod_name, _, obj_name = target.rpartition(":")
     if not mod_name or not obj_name:
         raise ModelError(f"expected module:Name or FILE.py:Name, got {target!r}")
@@ -48,6 +51,8 @@ def load_object(target: str) -> Any:
         except Exception as e:  # the user's file: any failure is bad input, reported where it happened
             sys.modules.pop(spec.name, None)
             raise ModelError(f"{_where(e, path)}: cannot load {path}: {type(e).__name__}: {_message(e)}") from None
+    elif not user:
+        module = importlib.import_module(mod_name)
     else:
         try:
             module = importlib.import_module(mod_name)
@@ -87,7 +92,7 @@ def model_class(name: str) -> type[Model]:
     target = MODELS.get(name, name)
     if ":" not in target:
         raise ModelError(f"unknown model '{name}' (known: {', '.join(MODELS) or 'none'}; or give FILE.py:Class)")
-    cls = load_object(target)
+    cls = load_object(target, user=name not in MODELS)
     if not (isinstance(cls, type) and issubclass(cls, Model)):
         raise ModelError(f"'{target}' is not a conq Model class")
     return cls
