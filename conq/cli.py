@@ -885,6 +885,128 @@ def run(
     _guard(body, json_out)
 
 
+broker_app = typer.Typer(help="The ordered-consumption broker (issue 14) as a server.", no_args_is_help=True)
+app.add_typer(broker_app, name="broker")
+
+
+@broker_app.command("serve")
+def broker_serve(
+    port: int = typer.Option(0, "--port", min=0, max=65535, help="TCP port on the loopback interface (0: an ephemeral one)."),
+    host: str = typer.Option("127.0.0.1", "--host", help="127.0.0.1, ::1 or localhost (loopback only)."),
+    seed: int = typer.Option(0, "--seed", min=0, help="Seed of the fault injection."),
+    faults: str = typer.Option("none", "--faults", help="none | default | RPC:KIND=P[,KIND=P...][;RPC:...] (RPC * for all)."),
+    topic: Optional[List[str]] = typer.Option(None, "--topic", help="Create a topic: NAME[:QUEUES[:normal|fifo|delay|transaction]]."),
+    group: Optional[List[str]] = typer.Option(None, "--group", help="Create a consumer group: NAME[:fifo|standard[:MAX_ATTEMPTS]]."),
+    json_out: bool = JsonOpt,
+) -> None:
+    """Serve the broker (newline-delimited JSON over TCP) until Ctrl-C or SIGTERM; print the bound address."""
+
+    def body() -> int:
+        import signal
+        import threading
+
+        from conq.impl.ordered_consumption.broker import Broker
+        from conq.impl.ordered_consumption.server import LOOPBACK, BrokerServer, parse_faults, parse_group, parse_topic
+
+        if host not in LOOPBACK:
+            raise UsageProblem(f"--host {host!r}: the broker listens on the loopback interface only ({', '.join(LOOPBACK)})")
+        try:
+            plan = parse_faults(faults, seed)
+        except ValueError as e:
+            raise UsageProblem(f"--faults {faults!r}: {e}") from None
+        specs = []
+        for option, items, parse in (("--topic", topic, parse_topic), ("--group", group, parse_group)):
+            for item in items or []:
+                try:
+                    specs.append((option, parse(item)))
+                except ValueError as e:
+                    raise UsageProblem(f"{option} {e}") from None
+        broker = Broker().start()
+        for option, spec in specs:
+            try:
+                if option == "--topic":
+                    broker.create_topic(spec[0], spec[1], message_type=spec[2])
+                else:
+                    broker.create_consumer_group(spec[0], fifo=spec[1], max_attempts=spec[2])
+            except ValueError as e:
+                raise UsageProblem(f"{option} {spec[0]}: {e}") from None
+        try:
+            server = BrokerServer(broker, host=host, port=port, faults=plan).start()
+        except OSError as e:
+            raise UsageProblem(f"--port {port}: cannot listen on {host}: {e.strerror or e}") from None
+
+        class _Terminated(Exception):
+            pass
+
+        def on_term(*_: Any) -> None:
+            raise _Terminated
+
+        previous = signal.signal(signal.SIGTERM, on_term)
+        try:
+            sys.stdout.write(f"listening on {server.url}\n")  # under --json this goes to stderr
+            sys.stdout.flush()
+            try:
+                threading.Event().wait()
+            except (KeyboardInterrupt, _Terminated):
+                pass
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+            server.stop()
+            broker.stop()
+        total = sum(server.requests.values())
+        err.print(f"stopped: {total} requests over {server.connections} connections")
+        _emit_json({"ok": True, "exit_code": EXIT_OK, "address": server.url, "requests": dict(server.requests),
+                    "connections": server.connections})
+        return EXIT_OK
+
+    _guard(body, json_out)
+
+
+upstream_app = typer.Typer(help="Real, unmodified upstream clients against conq's broker (issue 19).",
+                           no_args_is_help=True)
+app.add_typer(upstream_app, name="upstream")
+
+
+@upstream_app.command("rocketmq-python")
+def upstream_rocketmq_python(
+    seeds: int = typer.Option(3, "--seeds", min=1, help="How many seeds (one run each)."),
+    first_seed: int = typer.Option(0, "--first-seed", min=0, help="The first seed; seeds are consecutive."),
+    workload: str = typer.Option("faults", "--workload", help="all | standard | fifo | faults (all under seeded faults)."),
+    out_dir: Path = typer.Option(Path("reports/upstream-rocketmq-python"), "--out", help="Traces and the report go here."),
+    max_seconds: float = typer.Option(120.0, "--max-seconds", min=1.0, help="Safety cap per run (a run that hits it is incomplete, exit 4)."),
+    json_out: bool = JsonOpt,
+) -> None:
+    """The RocketMQ Python thin client (pinned in pyproject) against the broker's gRPC face: seeded
+    workloads, one trace per seed, the checks of the ordered-consumption claims; exit 1 on a divergence."""
+
+    def body() -> int:
+        from conq.conformance.upstream_rocketmq.campaign import run_campaign
+        from conq.conformance.upstream_rocketmq.runner import CLIENT, CLIENT_VERSION
+        from conq.conformance.upstream_rocketmq.workloads import workload as named_workload
+
+        try:
+            w = named_workload(workload)
+        except ValueError as e:
+            raise UsageProblem(f"--workload: {e}") from None
+        if CLIENT_VERSION == "not installed":
+            raise UsageProblem(f"{CLIENT} is not installed (pip install -e . installs the pinned version)")
+        _check_output_dir(out_dir, "--out")
+        rep = run_campaign(w, list(range(first_seed, first_seed + seeds)), out_dir, cap=max_seconds,
+                           progress=lambda s: err.print(s, markup=False))
+        out.print(f"{rep['client']}: {rep['runs']} seeds, {rep['rpc_total']} RPCs, {rep['faults_total']} faults injected, "
+                  f"{rep['listener_calls']} listener calls", markup=False)
+        for claim, d in rep["divergences"].items():
+            s = d["smallest"]
+            out.print(f"DIVERGENCE {claim} [{s['classification']}]: seeds {d['seeds']}; smallest: seed {s['seed']} {s['trace']} steps "
+                      f"{s['evidence']}: {s['detail']}", markup=False)
+        out.print(f"report: {out_dir / 'report.md'}", markup=False)
+        code = EXIT_VIOLATION if rep["divergences"] else (EXIT_INCOMPLETE if rep["incomplete"] else EXIT_OK)
+        _emit_json({"ok": code == EXIT_OK, "exit_code": code, **{k: v for k, v in rep.items() if k != "per_seed"}})
+        return code
+
+    _guard(body, json_out)
+
+
 def main() -> None:
     app()
 

@@ -11,11 +11,16 @@ specification of the client's behaviour, spec/ordered-consumption.md):
 * ``faults``          -- the in-process transport (``InProcessChannel``) with seeded fault injection of
                          every answer the server can give.
 * ``producer``        -- seed 001 "Producer" (steps 1-7, transactional single attempt, throttle back-off).
-* ``process_queue``   -- the push consumer's per-queue cache, lock and FIFO outcome memo.
+* ``process_queue``   -- the push consumer's per-queue cache and lock, and the FIFO outcome memo
+                         (``OutcomeMemo``, kept per consumer so that it survives a rebalance).
 * ``push_consumer``   -- seed 001 "Push consumer": receive loop, dispatcher, standard and FIFO
                          consumption, consumption thread pool, rebalance.  Its docstring lists the
                          reference choices where the seed cannot terminate (C1-C5).
 * ``simple_consumer`` -- seed 001 "Simple consumer": one request per call, no retry.
+* ``server``          -- the broker as a real server (newline-delimited JSON over TCP on the loopback
+                         interface, ``BrokerServer``) and the client transport ``TcpChannel``, which
+                         the clients take in place of ``InProcessChannel``; ``conq broker serve``.
+* ``workload``        -- the stress and throughput workloads and their checks (tests, ``bench/oc_*``).
 
 Every module's docstring states its concurrency argument (what each lock protects, the lock order).
 All locks, conditions and threads come from a ``conq.impl.scheduling`` scheduler (``sched=``), so the
@@ -25,7 +30,7 @@ same code runs on real threads or under the seeded ``DeterministicScheduler``.
 from conq.impl.ordered_consumption.broker import Broker, DeadLetter
 from conq.impl.ordered_consumption.clock import Cancel, ManualClock, RealClock
 from conq.impl.ordered_consumption.faults import FaultPlan, InProcessChannel
-from conq.impl.ordered_consumption.process_queue import ProcessQueue
+from conq.impl.ordered_consumption.process_queue import OutcomeMemo, ProcessQueue
 from conq.impl.ordered_consumption.producer import Producer, Transaction
 from conq.impl.ordered_consumption.protocol import (
     Code,
@@ -43,10 +48,12 @@ from conq.impl.ordered_consumption.protocol import (
     Transport,
 )
 from conq.impl.ordered_consumption.push_consumer import PushConsumer
+from conq.impl.ordered_consumption.server import BrokerServer, TcpChannel
 from conq.impl.ordered_consumption.simple_consumer import SimpleConsumer
 
 __all__ = [
     "Broker",
+    "BrokerServer",
     "Cancel",
     "Code",
     "ConsumeResult",
@@ -58,6 +65,7 @@ __all__ = [
     "Message",
     "MessageQueue",
     "MessageType",
+    "OutcomeMemo",
     "Permission",
     "ProcessQueue",
     "Producer",
@@ -69,6 +77,7 @@ __all__ = [
     "SendError",
     "SendReceipt",
     "SimpleConsumer",
+    "TcpChannel",
     "Transaction",
     "Transport",
 ]

@@ -26,23 +26,32 @@ messages (cached, not yet taken by the dispatcher) and *in-flight* messages (tak
   already under way finishes and settles normally (its handle is still valid).
 * ``memo``: FIFO outcomes that could not be reported.  When a FIFO message's ack (or DLQ forward)
   ends with a non-retriable answer, the consumption result is known but the server does not have it;
-  if the server redelivers the same message to this process queue, the dispatcher settles the new
-  delivery with that outcome instead of consuming the message again (see ``push_consumer``: the
-  seed's "repeat until success" carried over to the next receipt handle).  An entry is obsolete once
-  a later message of the same message group arrives (the server delivers it only after the earlier
-  one was settled), checked when such a message is cached and again when it is taken (an outcome
-  remembered after the later message was cached is pruned then), and the memo is bounded
-  (``MEMO_LIMIT``, oldest dropped first).
+  if the server redelivers the same message, the dispatcher settles the new delivery with that
+  outcome instead of consuming the message again (see ``push_consumer``: the seed's "repeat until
+  success" carried over to the next receipt handle).  The memo is an ``OutcomeMemo`` that belongs
+  to the **consumer** and is shared by all its process queues (spec/deviations.md DEV-021, the
+  model's ``memo_survives_drop = True``): a process queue dropped by a rebalance and created again
+  while a message is in flight finds the outcome there, so the listener never consumes a message
+  more than ``max_attempts`` times.  A process queue built without a shared memo owns one and clears
+  it on ``drop()`` (the model's variant ``push-fifo-memo-per-queue``, kept as the consumer's switch
+  ``memo_survives_drop=False`` to show the counterexample on real threads).  An entry is obsolete
+  once a later message of the same message group of the same queue arrives (the server delivers it
+  only after the earlier one was settled), checked when such a message is cached and again when it
+  is taken (an outcome remembered after the later message was cached is pruned then), and the memo
+  is bounded (``MEMO_LIMIT``, oldest dropped first).
 
 Concurrency argument
 --------------------
 One lock (``lock``, condition ``cond``) protects every field: pending heap and index, in-flight set,
-counters, high-water marks, lock flag, dropped flag and memo.  The receive loop (the only thread that
-caches into this queue), the dispatcher and the consumption workers all go through the methods below,
-each one critical section; none of them calls out (no RPC, no listener, no other lock) while holding
-``lock``.  ``cond`` is notified on every erase and on drop, which is what a receive loop waiting for
-room waits for (no polling).  Lock order: process-queue lock -> the consumer's table lock (read by the
-receive loop for the thresholds) -> clock / cancel internals; nothing else is taken under it.
+counters, high-water marks, lock flag and dropped flag (the memo has its own lock, below).  The
+receive loop (the only thread that caches into this queue), the dispatcher and the consumption
+workers all go through the methods below, each one critical section; none of them calls out (no RPC,
+no listener, no other lock but the memo's) while holding ``lock``.  ``cond`` is notified on every
+erase and on drop, which is what a receive loop waiting for room waits for (no polling).  Lock
+order: process-queue lock -> the consumer's table lock (read by the receive loop for the thresholds)
+-> clock / cancel internals; and process-queue lock -> the memo's lock (``OutcomeMemo.lock``, a
+leaf: pruning runs under the process queue's lock, and the memo never calls out).  Nothing else is
+taken under it.
 """
 
 from __future__ import annotations
@@ -55,7 +64,7 @@ from conq.impl.ordered_consumption.clock import Cancel
 from conq.impl.ordered_consumption.protocol import MessageQueue, ReceivedMessage
 from conq.impl.scheduling import REAL
 
-__all__ = ["MEMO_LIMIT", "Entry", "ProcessQueue"]
+__all__ = ["MEMO_LIMIT", "Entry", "OutcomeMemo", "ProcessQueue"]
 
 MEMO_LIMIT = 4096
 
@@ -75,10 +84,74 @@ class Entry:
         return f"Entry({self.message.message_id}, attempt={self.message.delivery_attempt}, {self.state})"
 
 
+class OutcomeMemo:
+    """FIFO outcomes (``'ack'`` / ``'dlq'`` and the attempt they were decided at) that the server did
+    not accept, by message id; shared by a consumer's process queues (see the module docstring).
+
+    ``lock`` (a leaf) protects both tables; ``_by_slot`` indexes the entries by (message queue,
+    message group) so that pruning costs what it removes, not the size of the memo."""
+
+    def __init__(self, *, sched: Any = REAL, limit: int = MEMO_LIMIT) -> None:
+        self.lock = sched.lock("outcome-memo")
+        self.limit = limit
+        # message id -> (outcome, message group, message queue, offset, attempt)
+        self._entries: OrderedDict[str, tuple[str, str | None, MessageQueue, int, int]] = OrderedDict()
+        self._by_slot: dict[tuple[MessageQueue, str | None], set[str]] = {}
+
+    def __len__(self) -> int:
+        with self.lock:
+            return len(self._entries)
+
+    def _discard_locked(self, message_id: str) -> tuple | None:
+        got = self._entries.pop(message_id, None)
+        if got is not None:
+            slot = (got[2], got[1])
+            ids = self._by_slot.get(slot)
+            if ids is not None:
+                ids.discard(message_id)
+                if not ids:
+                    del self._by_slot[slot]
+        return got
+
+    def remember(self, m: ReceivedMessage, outcome: str, attempt: int) -> None:
+        with self.lock:
+            self._discard_locked(m.message_id)
+            self._entries[m.message_id] = (outcome, m.group, m.queue, m.offset, attempt)
+            self._by_slot.setdefault((m.queue, m.group), set()).add(m.message_id)
+            while len(self._entries) > self.limit:
+                self._discard_locked(next(iter(self._entries)))
+
+    def recall(self, m: ReceivedMessage) -> tuple[str, int] | None:
+        """The outcome remembered for this message and the attempt it was decided at (removed)."""
+        with self.lock:
+            got = self._discard_locked(m.message_id)
+        return None if got is None else (got[0], got[4])
+
+    def prune(self, m: ReceivedMessage) -> None:
+        """Forget outcomes of earlier messages of ``m``'s group in ``m``'s queue (they were settled)."""
+        with self.lock:
+            ids = self._by_slot.get((m.queue, m.group))
+            if not ids:
+                return
+            for k in [k for k in ids if self._entries[k][3] < m.offset]:
+                self._discard_locked(k)
+
+    def clear(self) -> None:
+        with self.lock:
+            self._entries.clear()
+            self._by_slot.clear()
+
+    def of_queue(self, mq: MessageQueue) -> dict[str, tuple[str, str | None, int, int]]:
+        """This queue's entries: message id -> (outcome, message group, offset, attempt)."""
+        with self.lock:
+            return {k: (o, g, off, a) for k, (o, g, q, off, a) in self._entries.items() if q == mq}
+
+
 class ProcessQueue:
     """See the module docstring."""
 
-    def __init__(self, mq: MessageQueue, cancel: Cancel, *, sched: Any = REAL) -> None:
+    def __init__(self, mq: MessageQueue, cancel: Cancel, *, sched: Any = REAL,
+                 memo: OutcomeMemo | None = None) -> None:
         self.mq = mq
         self.cancel = cancel  # cancelled on drop / consumer shutdown: ends long polls and back-offs
         self.lock = sched.lock(f"pq {mq}")
@@ -91,8 +164,9 @@ class ProcessQueue:
         self.high_water = (0, 0)
         self.locked = False
         self.dropped = False
-        # message id -> (outcome, message group, offset, attempt)
-        self.memo: OrderedDict[str, tuple[str, str | None, int, int]] = OrderedDict()
+        # the consumer's shared memo, or one of its own (cleared on drop: the per-queue variant)
+        self._owns_memo = memo is None
+        self.outcomes: OutcomeMemo = memo if memo is not None else OutcomeMemo(sched=sched)
         self.received = 0
         self.full_waits = 0
         self._seq = 0
@@ -201,34 +275,36 @@ class ProcessQueue:
                 self.bytes -= e.size
             self._pending.clear()
             self._heap.clear()
-            self.memo.clear()
+            if self._owns_memo:
+                self.outcomes.clear()  # the per-queue variant: the outcomes go with the queue
             self.cond.notify_all()
         self.cancel.cancel()
+
+    def inflight(self) -> int:
+        """Messages taken for consumption and not yet erased."""
+        with self.lock:
+            return len(self._inflight)
 
     def idle(self) -> bool:
         with self.lock:
             return self.count == 0 and not self.locked
 
     # ------------------------------------------------------------------ FIFO outcome memo
+    @property
+    def memo(self) -> dict[str, tuple[str, str | None, int, int]]:
+        """This queue's remembered outcomes (a snapshot): message id -> (outcome, group, offset, attempt)."""
+        return self.outcomes.of_queue(self.mq)
+
     def remember(self, m: ReceivedMessage, outcome: str, attempt: int) -> None:
         """A FIFO outcome ('ack' or 'dlq', decided at ``attempt``) the server did not accept."""
         with self.lock:
-            if self.dropped:
-                return
-            self.memo[m.message_id] = (outcome, m.group, m.offset, attempt)
-            self.memo.move_to_end(m.message_id)
-            while len(self.memo) > MEMO_LIMIT:
-                self.memo.popitem(last=False)
+            if self.dropped and self._owns_memo:
+                return  # the per-queue variant: a dropped queue's outcomes are gone
+        self.outcomes.remember(m, outcome, attempt)
 
     def recall(self, m: ReceivedMessage) -> tuple[str, int] | None:
         """The outcome remembered for this message and the attempt it was decided at (removed)."""
-        with self.lock:
-            got = self.memo.pop(m.message_id, None)
-        return None if got is None else (got[0], got[3])
+        return self.outcomes.recall(m)
 
     def _prune_memo_locked(self, m: ReceivedMessage) -> None:
-        if not self.memo:
-            return
-        stale = [k for k, (_, g, off, _) in self.memo.items() if g == m.group and off < m.offset]
-        for k in stale:
-            del self.memo[k]
+        self.outcomes.prune(m)

@@ -42,37 +42,43 @@ group's metadata (``query_settings``), not a client option (seed: "消费模式�
 A listener that raises, or returns anything but ``ConsumeResult.SUCCESS``, has failed; the worker
 goes on (a listener cannot stall the queue by raising).
 
-Reference choices where seed 001 cannot terminate or is silent (for spec/deviations.md)
--------------------------------------------------------------------------------------
-* **C1: "repeat until success" ends on a non-retriable answer.**  FIFO steps 6 and 8 say to repeat the
-  ack / the DLQ forward until it succeeds.  After ``INVALID_RECEIPT_HANDLE`` or ``MESSAGE_NOT_FOUND``
+Reference choices where seed 001 cannot terminate or is silent (spec/deviations.md)
+---------------------------------------------------------------------------------
+* **C1 (DEV-020): "repeat until success" ends on a non-retriable answer.**  FIFO steps 6 and 8 say
+  to repeat the ack / the DLQ forward until it succeeds.  After ``INVALID_RECEIPT_HANDLE`` or ``MESSAGE_NOT_FOUND``
   (the delivery's invisible time ran out, or a lost answer hid that the first request had already
   settled the message) no repetition can ever succeed, and the process queue would stay locked for
   ever.  The reference repeats only after retriable answers (timeouts, unavailable, internal errors:
   after ``settle_retry_delay``, upstream's 100 ms; throttling: after the server's back-off) and stops
   at the first non-retriable one, like upstream (``ProcessQueueImpl`` at 014fa5752d2a: "invalid
   receipt handle, forgive to retry").  The loop also ends when the consumer shuts down.
-* **C2: the outcome carries over to the redelivery.**  When C1 gives up, the consumption result is
-  remembered in the process queue (``ProcessQueue.memo``).  If the server redelivers that message to
-  this process queue, the new delivery is acked (or dead-lettered) with its new receipt handle without
-  being consumed again: the seed's "until success" continues on the next handle.  Hence a message is
-  consumed at most ``max_attempts`` times across redeliveries, and a success is never re-consumed,
-  as long as it stays with this process queue.  After a rebalance or restart the memo is gone and the
-  redelivery is consumed again (at-least-once), with attempts counted from the server's count.
-* **C3: FIFO order after C1.**  When C1 gives up, the process queue is unlocked and its next message
-  consumed.  Per message group the order still holds, because the broker never delivers a group's
-  next message while an earlier one is unsettled; but the seed's order between two messages of one
-  *queue* in different groups cannot be kept without blocking the queue until the earlier message is
-  redelivered, which never happens if it was in fact settled.  The reference guarantees FIFO per
-  message group under every answer, and per queue when no non-retriable answer occurs.
-* **C4: a dropped process queue (rebalance).**  Its cached messages are discarded (the server
+* **C2 (DEV-021): the outcome carries over to the redelivery, across a rebalance.**  When C1 gives
+  up, the consumption result is remembered by the *consumer* (``process_queue.OutcomeMemo``, shared
+  by all its process queues).  If the server redelivers that message, the new
+  delivery is acked (or dead-lettered) with its new receipt handle without being consumed again: the
+  seed's "until success" continues on the next handle.  The memo survives a dropped process queue
+  (the model's reference, ``memo_survives_drop = True``): a queue taken away and given back while
+  the message is in flight still finds the outcome, so the listener consumes a message at most
+  ``max_attempts`` times across redeliveries and rebalances, and a success is never re-consumed.
+  ``memo_survives_drop=False`` keeps the memo per process queue (the model's variant
+  ``push-fifo-memo-per-queue``, which consumes ``max_attempts + 1`` times).  After a restart of the
+  consumer, or a queue given to another consumer, the memo is not there and the redelivery is
+  consumed again (at-least-once), with attempts counted from the server's count.
+* **C3 (DEV-022, DEV-023): FIFO order after C1.** When C1 gives up, the process queue is unlocked
+  and its next message consumed.  Per message group the order still holds, because the broker never
+  delivers a group's next message while an earlier one is unsettled; but the seed's order between
+  two messages of one *queue* in different groups cannot be kept without blocking the queue until
+  the earlier message is redelivered, which never happens if it was in fact settled.  The reference
+  guarantees FIFO per message group under every answer, and per queue when no non-retriable answer
+  occurs.
+* **C4 (DEV-024): a dropped process queue (rebalance).**  Its cached messages are discarded (the server
   redelivers them when their invisible time expires); a consumption already under way finishes, and
   its ack / DLQ is still repeated until the server confirms (upstream gives up retries of a dropped
   queue; the handle is still valid, so giving up would only delay the group).  Its receive loop's
   long poll is cancelled, and a cancelled receive takes nothing; only a batch the broker handed out
   before the cancellation and that arrives after the drop is abandoned to its invisible time
   (``stats["abandoned"]``).
-* **C5: shutdown** stops receive loops, the dispatcher and the retry loops; messages taken but not
+* **C5 (DEV-025): shutdown** stops receive loops, the dispatcher and the retry loops; messages taken but not
   settled are redelivered by the server when their invisible time expires.
 
 Concurrency argument
@@ -81,7 +87,8 @@ Threads: one receive loop per process queue, the dispatcher, ``consumption_threa
 optional rebalance thread, and callers of ``start``/``rebalance``/``shutdown``.  Locks:
 
 * ``_lock``: the process-queue table, the thread handles, the thresholds' divisor, the closing flag.
-* each ``ProcessQueue.lock``: that queue's cache, lock flag, memo (see ``process_queue``).
+* each ``ProcessQueue.lock``: that queue's cache and lock flag (see ``process_queue``);
+  ``_memo.lock`` (``OutcomeMemo``): the remembered FIFO outcomes, a leaf.
 * ``_Dispatcher._lock``: the set of signalled process queues; ``_Pool._lock``: the task deque;
   ``_stats_lock``: counters.  All three are leaves.
 * Lock order: process-queue lock -> ``_lock`` (a receive loop reads the thresholds while it holds its
@@ -106,7 +113,7 @@ from collections import deque
 from typing import Any, Callable
 
 from conq.impl.ordered_consumption.clock import Cancel, RealClock
-from conq.impl.ordered_consumption.process_queue import Entry, ProcessQueue
+from conq.impl.ordered_consumption.process_queue import Entry, OutcomeMemo, ProcessQueue
 from conq.impl.ordered_consumption.protocol import (
     ConsumeResult,
     GroupSettings,
@@ -212,7 +219,8 @@ class PushConsumer:
                  max_cache_bytes: int = 64 * 1024 * 1024, invisible_duration: float = 30.0,
                  long_polling_timeout: float = 30.0, receive_retry_delay: float = 3.0,
                  settle_retry_delay: float = 0.1, standard_settle_retry: str = "none", evict_at: str = "consumed",
-                 rebalance_interval: float | None = None, clock: Any = None, sched: Any = REAL) -> None:
+                 rebalance_interval: float | None = None, memo_survives_drop: bool = True, clock: Any = None,
+                 sched: Any = REAL) -> None:
         if standard_settle_retry not in ("none", "until_ok"):
             raise ValueError("standard_settle_retry is 'none' (seed) or 'until_ok' (upstream)")
         if evict_at not in ("consumed", "settled"):
@@ -232,6 +240,9 @@ class PushConsumer:
         self.standard_settle_retry = standard_settle_retry
         self.evict_at = evict_at
         self.rebalance_interval = rebalance_interval
+        self.memo_survives_drop = memo_survives_drop
+        # C2: the FIFO outcomes the server did not accept, kept by the consumer across rebalances
+        self._memo = OutcomeMemo(sched=sched) if memo_survives_drop else None
         self.clock = clock if clock is not None else RealClock(sched)
         self._sched = sched
         self._lock = sched.lock("consumer")
@@ -317,6 +328,12 @@ class PushConsumer:
         with self._lock:
             return list(self._pqs.values()) + list(self._retired)
 
+    def remembered_outcomes(self) -> int:
+        """How many FIFO outcomes the consumer remembers (C2), over all its process queues."""
+        if self._memo is not None:
+            return len(self._memo)
+        return sum(len(pq.outcomes) for pq in self.all_process_queues())
+
     def thresholds(self) -> tuple[int, int]:
         """Per-queue cache thresholds: ``max(1, total / queues)`` (upstream), count and bytes."""
         with self._lock:
@@ -349,7 +366,7 @@ class PushConsumer:
                 self._retired.append(pq)
                 removed.append(pq)
             for mq in sorted(assigned - set(self._pqs), key=lambda m: (m.topic, m.queue_id)):
-                pq = ProcessQueue(mq, self._closing.child(f"pq {mq}"), sched=self._sched)
+                pq = ProcessQueue(mq, self._closing.child(f"pq {mq}"), sched=self._sched, memo=self._memo)
                 self._pqs[mq] = pq
                 added.append(pq)
             for pq in added:

@@ -314,10 +314,13 @@ def run_stress(*, groups: int = 64, per_group: int = 800, queues: int = 16, prod
 
 
 def run_throughput(mode: str, *, messages: int = 100_000, groups: int = 64, queues: int = 16,
-                   consumption_threads: int = 16, batch: int = 32) -> float:
+                   consumption_threads: int = 16, batch: int = 32, transport: str = "inproc") -> float:
     """Consumed messages per second of one push consumer over a pre-filled topic (no faults, the
     listener accepts everything): ``mode`` is ``"fifo"`` (FIFO group, messages spread over ``groups``
-    message groups) or ``"standard"``."""
+    message groups) or ``"standard"``; ``transport`` is ``"inproc"`` (the consumer calls the broker
+    directly) or ``"tcp"`` (through ``server.BrokerServer`` / ``server.TcpChannel`` on 127.0.0.1)."""
+    if transport not in ("inproc", "tcp"):
+        raise ValueError("transport is 'inproc' or 'tcp'")
     fifo = mode == "fifo"
     clock = RealClock()
     done = threading.Event()
@@ -337,7 +340,13 @@ def run_throughput(mode: str, *, messages: int = 100_000, groups: int = 64, queu
     producer = Producer(broker, clock=clock)
     for i in range(messages):
         producer.send(Message("B", b"%d" % i, group=f"g{i % groups}" if fifo else None))
-    consumer = PushConsumer(broker, "G", "B", lambda m: ConsumeResult.SUCCESS, client_id="bench",
+    server = channel = None
+    if transport == "tcp":
+        from conq.impl.ordered_consumption.server import BrokerServer, TcpChannel
+
+        server = BrokerServer(broker).start()
+        channel = TcpChannel(server.address)
+    consumer = PushConsumer(channel or broker, "G", "B", lambda m: ConsumeResult.SUCCESS, client_id="bench",
                             consumption_threads=consumption_threads, invisible_duration=3600.0,
                             long_polling_timeout=0.2, clock=clock)
     start = time.monotonic()
@@ -348,6 +357,9 @@ def run_throughput(mode: str, *, messages: int = 100_000, groups: int = 64, queu
         elapsed = time.monotonic() - start
     finally:
         consumer.shutdown()
+        if channel is not None:
+            channel.close()
+            server.stop()
         broker.stop()
     return messages / elapsed
 

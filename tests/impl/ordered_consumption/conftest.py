@@ -7,6 +7,9 @@
   count or a state, never how long something took.
 * ``Scripted`` wraps a channel and answers chosen requests with scripted outcomes, recording every
   call, for the tests that need an exact sequence of answers.
+* ``broker_server`` starts a broker behind a ``BrokerServer`` (newline-delimited JSON over TCP on
+  127.0.0.1, an ephemeral port) and stops both at the end of the test, with every ``TcpChannel`` it
+  handed out; the ``no_thread_left`` check then proves nothing of it is still running.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from collections import Counter, defaultdict
 import pytest
 
 from conq.impl.ordered_consumption import Code, RpcError
+from conq.impl.ordered_consumption.server import ServedBroker
 
 SAFETY_CAP = 30.0  # seconds; only ever reached by a hang, which then fails the test
 
@@ -89,3 +93,28 @@ class Scripted:
 @pytest.fixture
 def scripted():
     return Scripted
+
+
+@pytest.fixture
+def broker_server():
+    """A running broker behind a TCP server (see the module docstring); stopped at teardown."""
+    served = ServedBroker()
+    try:
+        yield served
+    finally:
+        served.close()
+
+
+@pytest.fixture
+def broker_server_factory():
+    """Like ``broker_server``, with arguments: ``make(faults=FaultPlan(...), clock=...)``."""
+    made: list[ServedBroker] = []
+
+    def make(**kw):
+        s = ServedBroker(**kw)
+        made.append(s)
+        return s
+
+    yield make
+    for s in made:
+        s.close()

@@ -560,3 +560,107 @@ def test_shutdown_stops_a_retry_loop_that_cannot_succeed(env_factory, wait_until
     c.shutdown()  # C5: the loop ends; the message waits for its invisible time
     env.broker.start()
     assert env.broker.message_state("G", sent.message_id)["state"] == "invisible"
+
+
+# ============================================================================ C2 across a rebalance
+# The model's variant ``push-fifo-memo-per-queue`` (spec/deviations.md DEV-021): with the outcome memo
+# kept per process queue, a queue dropped and given back while a message is in flight loses the
+# remembered outcome and the listener consumes the message max_attempts + 1 times.  The reference
+# keeps the memo per consumer.  Each test runs both and asserts the reference's bound and the
+# variant's counterexample, so the check is live.  Verdicts are counts; waits are safety caps only.
+MEMO = pytest.mark.parametrize("survives", [True, False], ids=["memo-per-consumer", "memo-per-queue-variant"])
+
+
+def _fail_then_ok(counts, hold=None):
+    """a:0 fails at attempt 1 and succeeds at 2; b:0 (if any) blocks on ``hold``."""
+    lock = threading.Lock()
+
+    def listener(m):
+        with lock:
+            counts[m.body].append(m.delivery_attempt)
+        if m.body == b"b:0":
+            hold.wait(30)
+            return OK
+        return FAIL if m.delivery_attempt == 1 else OK
+
+    return listener
+
+
+@MEMO
+def test_fifo_memo_survives_a_process_queue_dropped_between_take_and_consumption(
+        env_factory, wait_until, scripted, survives):
+    # the model's 13-step trace on real threads: consume fails, consume OK, the delivery expires and
+    # is redelivered, the ack is answered INVALID_RECEIPT_HANDLE, the redelivery is taken, the process
+    # queue is dropped (and given back), then the redelivery is consumed -- or settled from the memo
+    env = env_factory(queues=2, fifo=True, max_attempts=2)
+    q0, q1 = env.mqs
+    env.broker.pin_assignment("G", "A", (q0, q1))
+    a = env.send(b"a:0", queue=0, group="a")
+    hold = threading.Event()
+    counts = defaultdict(list)
+    box = {}
+
+    def expire_and_queue_a_blocker():
+        # A's delivery runs out (the broker redelivers it, attempt 2); B, on the other queue, is
+        # received and handed to the one consumption thread's queue *before* A's redelivery can be
+        env.broker.expire_now("G", a.message_id)
+        box["b"] = env.send(b"b:0", queue=1, group="b")
+        pq1 = box["c"].process_queue(q1)
+        wait_until(lambda: pq1.inflight() == 1, "b:0 taken for consumption")
+
+    ch = scripted(env.channel, env.broker, {"ack_message": [expire_and_queue_a_blocker]})
+    c = box["c"] = env.consumer(_fail_then_ok(counts, hold), channel=ch, client_id="A", consumption_threads=1,
+                                memo_survives_drop=survives)
+    pq0 = c.process_queue(q0)
+    # b:0 occupies the only consumption thread; A's redelivery has been taken and waits for it
+    wait_until(lambda: counts[b"b:0"] == [1] and pq0.locked and pq0.inflight() == 1 and pq0.cached()[0] == 1,
+               "the redelivery of a:0 taken while b:0 is consumed")
+    assert c.snapshot_stats()["settle_rejected"] == 1 and c.remembered_outcomes() == 1
+    # rebalance: q0 taken away (the process queue dropped) and given back while a:0 is in flight
+    env.broker.pin_assignment("G", "A", (q1,))
+    assert c.rebalance() == ([], [q0]) and pq0.dropped
+    env.broker.pin_assignment("G", "A", (q0, q1))
+    assert c.rebalance() == ([q0], [])
+    hold.set()
+    wait_until(lambda: {a.message_id, box["b"].message_id} <= env.settled, "a:0 and b:0 settled")
+    assert env.broker.message_state("G", a.message_id)["state"] == "acked"
+    if survives:  # the reference: never more than max_attempts consumptions
+        assert counts[b"a:0"] == [1, 2]
+        assert c.snapshot_stats()["memo_settles"] == 1 and c.remembered_outcomes() == 0
+    else:  # the variant's counterexample: consumed max_attempts + 1 times
+        assert counts[b"a:0"] == [1, 2, 2]
+        assert c.snapshot_stats()["memo_settles"] == 0
+
+
+@MEMO
+def test_fifo_memo_survives_a_process_queue_dropped_while_the_ack_is_rejected(
+        env_factory, wait_until, scripted, survives):
+    # the drop comes first (during the ack), the rejection is remembered by a dropped process queue,
+    # and the redelivery reaches the process queue created when the message queue is given back
+    env = env_factory(queues=1, fifo=True, max_attempts=2)
+    (q0,) = env.mqs
+    env.broker.pin_assignment("G", "A", (q0,))
+    a = env.send(b"a:0", queue=0, group="a")
+    counts = defaultdict(list)
+    box = {}
+
+    def drop_then_expire():
+        env.broker.pin_assignment("G", "A", ())
+        assert box["c"].rebalance() == ([], [q0])  # the receive loop ends: nobody takes the redelivery
+        env.broker.expire_now("G", a.message_id)  # the ack will meet an invalid handle
+
+    ch = scripted(env.channel, env.broker, {"ack_message": [drop_then_expire]})
+    c = box["c"] = env.consumer(_fail_then_ok(counts), channel=ch, client_id="A", memo_survives_drop=survives)
+    pq0 = c.process_queue(q0)
+    wait_until(lambda: c.snapshot_stats()["settle_rejected"] == 1 and pq0.idle(), "the rejected ack given up")
+    assert counts[b"a:0"] == [1, 2] and env.broker.message_state("G", a.message_id)["state"] == "ready"
+    assert c.remembered_outcomes() == (1 if survives else 0)
+    env.broker.pin_assignment("G", "A", (q0,))
+    assert c.rebalance() == ([q0], [])  # given back: a new process queue receives the redelivery
+    wait_until(lambda: a.message_id in env.settled, "a:0 settled")
+    assert env.broker.message_state("G", a.message_id)["state"] == "acked"
+    assert env.broker.group_stats("G")["deliveries"] == 2  # the redelivery was attempt 2
+    if survives:
+        assert counts[b"a:0"] == [1, 2] and c.snapshot_stats()["memo_settles"] == 1
+    else:
+        assert counts[b"a:0"] == [1, 2, 2] and c.snapshot_stats()["memo_settles"] == 0
