@@ -46,15 +46,23 @@ class PortFailure(RuntimeError):
 
     ``problem`` is what was wrong; ``step``, ``request`` and ``stderr`` (the
     last lines the failed process wrote there) are set when a :class:`Stdio`
-    raised it."""
+    raised it.  ``code`` classifies the failure, machine-readably (one of
+    ``protocol.FAILURE_CODES``: timeout, crash, bad-reply, protocol,
+    definite-error, indefinite-error); ``error`` is the port's error code when
+    it answered ``error``.  Callers decide by ``code``, never by the text."""
 
     def __init__(self, message: str, *, problem: str | None = None, step: int | None = None,
-                 request: str | None = None, stderr: list[str] | None = None):
+                 request: str | None = None, stderr: list[str] | None = None,
+                 code: str = "protocol", error: int | None = None):
         super().__init__(message)
+        if code not in protocol.FAILURE_CODES:  # pragma: no cover - a bug of conq's
+            raise ValueError(f"unknown port failure code {code!r}")
         self.problem = problem if problem is not None else message
         self.step = step
         self.request = request
         self.stderr = stderr or []
+        self.code = code
+        self.error = error
 
 
 class ActionRejected(Exception):
@@ -266,10 +274,10 @@ class ReplyReader:
         if i < 0:
             self._scanned = len(self._buf)
             if len(self._buf) > self.max_line_bytes:
-                raise PortFailure(_too_long(len(self._buf), self.max_line_bytes))
+                raise PortFailure(_too_long(len(self._buf), self.max_line_bytes), code="bad-reply")
             return None
         if i > self.max_line_bytes:
-            raise PortFailure(_too_long(i, self.max_line_bytes))
+            raise PortFailure(_too_long(i, self.max_line_bytes), code="bad-reply")
         line = bytes(self._buf[:i])
         del self._buf[: i + 1]
         self._scanned = 0
@@ -288,21 +296,23 @@ def parse_reply(raw: bytes, kind: str, request_id: int) -> dict[str, Any]:
     try:
         text = bytes(raw).decode("utf-8")
     except UnicodeDecodeError as e:
-        raise PortFailure(f"the {what} is not UTF-8 (invalid byte at offset {e.start}): {_clip(raw)}") from None
+        raise PortFailure(f"the {what} is not UTF-8 (invalid byte at offset {e.start}): {_clip(raw)}", code="bad-reply") from None
     try:
         reply = json.loads(text, parse_constant=_no_constants)
     except json.JSONDecodeError as e:
-        raise PortFailure(f"invalid JSON in {what}: {e.msg} (column {e.colno}): {_clip(raw)}") from None
+        raise PortFailure(f"invalid JSON in {what}: {e.msg} (column {e.colno}): {_clip(raw)}", code="bad-reply") from None
     except (ValueError, RecursionError) as e:  # NaN, a too-long integer, nesting deeper than the parser goes
-        raise PortFailure(f"invalid JSON in {what}: {_clip_text(str(e) or type(e).__name__, 200)}: {_clip(raw)}") from None
+        raise PortFailure(f"invalid JSON in {what}: {_clip_text(str(e) or type(e).__name__, 200)}: {_clip(raw)}",
+                          code="bad-reply") from None
     problem = protocol.validate(reply, "port")
     if problem:
-        raise PortFailure(f"malformed {what}: {_clip_text(problem, 300)}: {_clip(raw)}")
+        raise PortFailure(f"malformed {what}: {_clip_text(problem, 300)}: {_clip(raw)}", code="bad-reply")
     if reply["id"] != request_id:
-        raise PortFailure(f"stale or stray {what}: it has id {short_repr(reply['id'], 40)}, the request has id {request_id}: {_clip(raw)}")
+        raise PortFailure(f"stale or stray {what}: it has id {short_repr(reply['id'], 40)}, the request has id {request_id}: {_clip(raw)}",
+                          code="protocol")
     expected = protocol.BY_TYPE[kind].reply
     if reply["type"] not in (expected, "error"):
-        raise PortFailure(f"expected {expected} or error in {what}, got {reply['type']}")
+        raise PortFailure(f"expected {expected} or error in {what}, got {reply['type']}", code="protocol")
     return reply
 
 
@@ -695,7 +705,7 @@ class Stdio:
             self.port = self._last = _PortProcess(args, self.cwd, self.max_line_bytes, self.stderr_lines)
         except OSError as e:
             self._let_go_of_sigterm()
-            raise self._fail(f"cannot start the port: {e}") from None
+            raise self._fail(f"cannot start the port: {e}", code="crash") from None
         self._pending = None
         self._ended = None
 
@@ -730,9 +740,11 @@ class Stdio:
             return f"snapshot after step {self.step}" if self.step else "initial snapshot"
         return kind or "handshake"
 
-    def _fail(self, problem: str, grace: float = FAILURE_GRACE) -> PortFailure:
+    def _fail(self, problem: str, grace: float = FAILURE_GRACE, *, code: str = "protocol",
+              error: int | None = None) -> PortFailure:
         """End the port (a failed port is never reused) and describe the failure:
-        where, the request, what was wrong, the tail of that process's stderr."""
+        where, the request, what was wrong (``code``, see :class:`PortFailure`), the
+        tail of that process's stderr."""
         where = self._where()
         self._end_port(grace)
         tail = self._last.stderr_tail() if self._last is not None else []
@@ -740,7 +752,8 @@ class Stdio:
         text = f"port {self.name}: {where}" + (f" (request {request})" if request else "") + f": {problem}"
         if tail:
             text += "\n  port stderr (last lines):\n    " + "\n    ".join(tail)
-        return PortFailure(text, problem=problem, step=self.step, request=request or None, stderr=tail)
+        return PortFailure(text, problem=problem, step=self.step, request=request or None, stderr=tail,
+                           code=code, error=error)
 
     def _request(self, kind: str, **fields: Any) -> dict[str, Any]:
         self._next_id += 1
@@ -750,12 +763,13 @@ class Stdio:
         port = self.port
         if port is None:
             before = f" (it {self._ended}; start() starts a fresh one)" if self._ended else ""
-            raise self._fail(f"the port is not running{before}")
+            raise self._fail(f"the port is not running{before}", code="crash")
         if port.exit_status() is not None:
             how = self._end_port(FAILURE_GRACE)
-            raise self._fail(f"the port {how} before it was sent {kind}")
+            raise self._fail(f"the port {how} before it was sent {kind}", code="crash")
         if port.reader.buffered:
-            raise self._fail(f"the port wrote output nobody asked for before {kind}: {_clip(port.reader.buffered)}")
+            raise self._fail(f"the port wrote output nobody asked for before {kind}: {_clip(port.reader.buffered)}",
+                             code="protocol")
         deadline = time.monotonic() + self.timeout
         self._pending = kind
         try:
@@ -764,21 +778,21 @@ class Stdio:
         except _Problem as p:
             if p.kind == "timeout":
                 # unresponsive: no grace, straight to SIGTERM (then SIGKILL) to its group
-                raise self._fail(f"no response within {self.timeout:g} s (hung?)", grace=0.0) from None
+                raise self._fail(f"no response within {self.timeout:g} s (hung?)", grace=0.0, code="timeout") from None
             partial = port.reader.buffered
             how = self._end_port(FAILURE_GRACE)
             if p.kind == "closed":
-                raise self._fail(f"the port {how} before reading {kind}") from None
+                raise self._fail(f"the port {how} before reading {kind}", code="crash") from None
             if partial:
                 raise self._fail(f"the port {how} in the middle of its response to {kind} "
-                                 f"(an unterminated line of {len(partial):,} bytes: {_clip(partial)})") from None
-            raise self._fail(f"the port {how} without answering") from None
+                                 f"(an unterminated line of {len(partial):,} bytes: {_clip(partial)})", code="crash") from None
+            raise self._fail(f"the port {how} without answering", code="crash") from None
         except PortFailure as e:  # the line is over the cap
-            raise self._fail(e.problem) from None
+            raise self._fail(e.problem, code=e.code) from None
         try:
             reply = parse_reply(raw, kind, msg["id"])
         except PortFailure as e:
-            raise self._fail(e.problem) from None
+            raise self._fail(e.problem, code=e.code) from None
         self._pending = None
         return reply
 
@@ -787,11 +801,17 @@ class Stdio:
         return (f"error {err.code} ({err.name}, {'definite' if err.definite else 'indefinite'}): "
                 f"{_clip_text(reply['text'])}")
 
+    def _error_fail(self, what: str, reply: dict[str, Any]) -> PortFailure:
+        """The failure an ``error`` answer is: definite or not by its code (the protocol's table)."""
+        definite = protocol.BY_CODE[reply["code"]].definite
+        return self._fail(f"{what}: {self._error_text(reply)}", code="definite-error" if definite else "indefinite-error",
+                          error=reply["code"])
+
     def _value(self, value: Any, what: str) -> Any:
         try:
             return hashable(value)
         except RecursionError:
-            raise self._fail(f"the {what} is nested too deeply") from None
+            raise self._fail(f"the {what} is nested too deeply", code="bad-reply") from None
 
     # -- Implementation -------------------------------------------------------------
     def start(self, model: str, config: dict[str, Any], seed: int) -> None:
@@ -800,7 +820,7 @@ class Stdio:
         if port is not None and self._pending is None and port.exit_status() is None:
             reply = self._request("reset", seed=seed)
             if reply["type"] == "error":
-                raise self._fail(f"reset refused: {self._error_text(reply)}")
+                raise self._error_fail("reset refused", reply)
             return
         if port is not None:
             self._end_port(FAILURE_GRACE, failed=False)  # interrupted mid-request, or exited between traces: never reused
@@ -808,7 +828,7 @@ class Stdio:
         self._spawn()
         reply = self._request("init", protocol=protocol.PROTOCOL_VERSION, model=model, config=config, seed=seed)
         if reply["type"] == "error":
-            raise self._fail(f"init refused: {self._error_text(reply)}")
+            raise self._error_fail("init refused", reply)
         self.implementation = _clip_text(reply["implementation"], 200)
 
     def do(self, action: tuple) -> Any:
@@ -817,7 +837,7 @@ class Stdio:
         if reply["type"] == "error":
             if reply["code"] == 13:
                 return REJECTED
-            raise self._fail(f"action {short_repr(list(action), 200)} failed: {self._error_text(reply)}")
+            raise self._error_fail(f"action {short_repr(list(action), 200)} failed", reply)
         return self._value(reply["observation"], "observation")
 
     def snapshot(self) -> Any | None:
@@ -825,7 +845,7 @@ class Stdio:
         if reply["type"] == "error":
             if reply["code"] == 11:
                 return None
-            raise self._fail(f"snapshot failed: {self._error_text(reply)}")
+            raise self._error_fail("snapshot failed", reply)
         return self._value(reply["state"], "state")
 
     def close(self) -> None:

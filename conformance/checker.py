@@ -20,7 +20,6 @@ is reported as a property violation.
 from __future__ import annotations
 
 import random
-import re
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
@@ -35,20 +34,15 @@ from .trace import Event, Trace, hashable, jsonable
 #: the bound on one echoed value in a verdict (see :func:`adapters.short_repr`)
 ECHO = 1000
 
-#: how a stdio port's definite error reads in a PortFailure (adapters.Stdio._error_text)
-_DEFINITE = re.compile(r"failed: error (\d+) \(([a-z-]+), definite\)")
-
-
 def definite_error(failure: PortFailure) -> tuple[str, int] | None:
     """``("error", code)`` when ``failure`` is a definite error answer (the operation certainly did
     not happen): the protocol makes it an observation, one the checker compares with what the model
-    allows instead of a bare port failure.  None for every other failure (crash, hang, indefinite)."""
-    code = getattr(failure, "code", None)
-    if isinstance(code, int):
-        err = protocol.BY_CODE.get(code)
-        return ("error", code) if err is not None and err.definite else None
-    m = _DEFINITE.search(failure.problem or str(failure))
-    return ("error", int(m.group(1))) if m else None
+    allows instead of a bare port failure.  None for every other failure (timeout, crash, a bad
+    reply, an indefinite error).  Decided by the failure's ``code``, never by its text."""
+    if getattr(failure, "code", None) != "definite-error":
+        return None
+    err = protocol.BY_CODE.get(getattr(failure, "error", None))  # type: ignore[arg-type]
+    return ("error", err.code) if err is not None and err.definite else None
 
 
 @dataclass
@@ -60,15 +54,23 @@ class Divergence:
     kind: str  # observation | not-enabled | snapshot | property | port
     detail: str = ""
     candidates: int = 0  # model states consistent before the step
+    #: kind "port": the failure's code (protocol.FAILURES: timeout, crash, bad-reply, protocol, ...);
+    #: kind "observation" from a definite error answer: "definite-error"
+    failure: str = ""
 
     def describe(self) -> str:
         if self.kind == "port":
-            return f"step {self.step}: {self.detail}"
+            return f"step {self.step}: port failure ({self.failure}): {self.detail}" if self.failure else f"step {self.step}: {self.detail}"
         head = f"step {self.step}: action {list(self.action)}"
         # echoed values are cut to a bounded length (short_repr): a huge observation never
         # floods a report, a Parquet row or --json output
-        if self.kind == "observation" and isinstance(self.observed, tuple) and self.observed[:1] == ("error",) and self.detail:
-            return f"{head}: the implementation answered {short_repr(self.observed, ECHO, tuples_as_lists=True)} ({self.detail}); the model allows {short_repr(list(self.allowed), 2 * ECHO, tuples_as_lists=True)}"
+        if self.kind == "observation" and self.failure == "definite-error":
+            # a definite error is an observation (spec/port-protocol.md): what the port answered, and
+            # what the model allowed at that step
+            err = protocol.BY_CODE.get(self.observed[1])
+            name = f" ({err.name}, definite)" if err is not None else ""
+            return (f"{head}: the port answered error {self.observed[1]}{name}; the model allowed "
+                    f"{short_repr(list(self.allowed), 2 * ECHO, tuples_as_lists=True)} (the port: {self.detail})")
         if self.kind == "observation":
             return f"{head}: the implementation observed {short_repr(self.observed, ECHO, tuples_as_lists=True)}; the model allows {short_repr(list(self.allowed), 2 * ECHO, tuples_as_lists=True)}"
         if self.kind == "not-enabled":
@@ -130,7 +132,18 @@ class Checker:
         self.config = config_dict(model.config)
         self.invariants = [p for p in model.property_list() if p.kind is Kind.ALWAYS] if check_properties else []
         self.steps_checked = 0
-        self._observed: dict[Any, Any] = {}  # model state -> its observed view (memoised)
+        # Per-state memos: states are frozen and the model deterministic, so what is computed of a
+        # state once holds for ever; runs revisit the same few states over and over (every trace
+        # starts in the same initial states), and these were the checker's own largest costs
+        # (bench/checker_speed.py).  Each is cleared when it grows past MEMO_LIMIT.
+        self._observed: dict[Any, Any] = {}  # model state -> its observed view
+        self._enabled: dict[Any, tuple] = {}  # model state -> its actions
+        self._failing: dict[Any, tuple] = {}  # model state -> indexes of the invariants it breaks
+        self._by_action: dict[Any, dict] = {}  # model state -> action -> its outcomes
+        self._inits: list[Any] | None = None  # the model's initial states
+
+    #: the most states one memo holds before it is cleared
+    MEMO_LIMIT = 200_000
 
     # -- one step of the consistent-set tracking ----------------------------------
     def _advance(self, current: list[Any], action: tuple, observed: Any, result: RunResult) -> tuple[list[Any], list[Any], bool]:
@@ -138,7 +151,7 @@ class Checker:
         seen: set[Any] = set()
         allowed: list[Any] = []
         enabled = False
-        step = self.model.step
+        step = self._outcomes
         for s in current:
             outs = step(s, action)
             if not outs:
@@ -159,6 +172,25 @@ class Checker:
             allowed.append(REJECTED)
         return nxt, allowed, enabled
 
+    def _outcomes(self, s: Any, action: tuple) -> list | tuple:
+        """``model.step(s, action)``, from the state's successors grouped by action (memoised per
+        state: the kernel has ``successors`` yield exactly the outcomes of ``step``, in the same
+        order).  An action the successors do not list is asked of ``step`` itself."""
+        memo = self._by_action
+        by = memo.get(s)
+        if by is None:
+            if len(memo) >= self.MEMO_LIMIT:
+                memo.clear()
+            by = memo[s] = {}
+            for a, o, t in self.model.successors(s):
+                outs = by.get(a)
+                if outs is None:
+                    by[a] = [(o, t)]
+                else:
+                    outs.append((o, t))
+        outs = by.get(action)
+        return outs if outs is not None else self.model.step(s, action)
+
     def _filter_snapshot(self, states: list[Any]) -> tuple[list[Any], Any]:
         snap = self.impl.snapshot()
         if snap is None:
@@ -168,7 +200,7 @@ class Checker:
         for t in states:
             seen = cache.get(t)
             if seen is None:
-                if len(cache) >= 200_000:
+                if len(cache) >= self.MEMO_LIMIT:
                     cache.clear()
                 seen = cache[t] = hashable(self.model.observe(t))
             if seen == snap:
@@ -176,12 +208,14 @@ class Checker:
         return kept, snap
 
     def _initial(self, result: RunResult) -> list[Any] | None:
-        current = list(self.model.init_states())
+        if self._inits is None:
+            self._inits = list(self.model.init_states())
+        current = list(self._inits)
         if self.snapshots:
             try:
                 kept, snap = self._filter_snapshot(current)
             except PortFailure as e:
-                result.divergence = Divergence(0, ("init",), None, [], "port", str(e), len(current))
+                result.divergence = Divergence(0, ("init",), None, [], "port", str(e), len(current), failure=e.code)
                 return None
             if not kept:
                 result.divergence = Divergence(
@@ -191,11 +225,43 @@ class Checker:
             current = kept
         return current
 
+    def _failing_of(self, t: Any) -> tuple:
+        memo = self._failing
+        found = memo.get(t)
+        if found is None:
+            if len(memo) >= self.MEMO_LIMIT:
+                memo.clear()
+            found = memo[t] = tuple(i for i, p in enumerate(self.invariants) if not p.check(t))
+        return found
+
     def _check_invariants(self, states: list[Any]) -> str | None:
-        for p in self.invariants:
-            if all(not p.check(t) for t in states):
-                return f"property '{p.name}' violated: {p.claim}"
-        return None
+        """The first invariant that every state breaks (the model cannot explain the run without
+        breaking it), or None."""
+        broken = set(self._failing_of(states[0]))
+        for t in states[1:]:
+            if not broken:
+                return None
+            broken.intersection_update(self._failing_of(t))
+        if not broken:
+            return None
+        p = self.invariants[min(broken)]
+        return f"property '{p.name}' violated: {p.claim}"
+
+    def enabled_actions(self, current: list[Any]) -> list[tuple]:
+        """Every action some state of ``current`` enables, in the model's order (memoised per state)."""
+        memo = self._enabled
+        actions = self.model.actions
+        out: dict[tuple, None] = {}
+        for s in current:
+            acts = memo.get(s)
+            if acts is None:
+                if len(memo) >= self.MEMO_LIMIT:
+                    memo.clear()
+                acts = memo[s] = tuple(dict.fromkeys(actions(s)))
+            if len(current) == 1:
+                return list(acts)
+            out.update(dict.fromkeys(acts))
+        return list(out)
 
     def _run(self, seed: int, choose: Callable[[list[Any], int], tuple | None], limit: int) -> RunResult:
         t0 = time.perf_counter()
@@ -204,7 +270,7 @@ class Checker:
             try:
                 self.impl.start(self.model.name, self.config, seed)
             except PortFailure as e:  # init or reset failed: a verdict at step 0, not a traceback
-                result.divergence = Divergence(0, ("init",), None, [], "port", str(e))
+                result.divergence = Divergence(0, ("init",), None, [], "port", str(e), failure=e.code)
                 return result
             current = self._initial(result)
             if current is None:
@@ -221,7 +287,7 @@ class Checker:
                 except PortFailure as e:
                     err = definite_error(e)
                     if err is None:
-                        result.divergence = Divergence(n, action, None, [], "port", str(e), len(current))
+                        result.divergence = Divergence(n, action, None, [], "port", str(e), len(current), failure=e.code)
                         return result
                     # a definite error is an observation (spec/port-protocol.md): the model never
                     # allows one but 13, so the verdict says what it allowed instead
@@ -229,11 +295,8 @@ class Checker:
                     result.observations.append(observed)
                     self.steps_checked += 1
                     _nxt, allowed, _enabled = self._advance(current, action, observed, result)
-                    name = protocol.BY_CODE[err[1]].name
-                    result.divergence = Divergence(
-                        n, action, observed, allowed, "observation",
-                        f"the port answered error {err[1]} ({name}, definite): {getattr(e, 'problem', str(e))}",
-                        len(current))
+                    result.divergence = Divergence(n, action, observed, allowed, "observation", e.problem,
+                                                   len(current), failure="definite-error")
                     return result
                 result.observations.append(observed)
                 self.steps_checked += 1
@@ -246,7 +309,7 @@ class Checker:
                     try:
                         kept, snap = self._filter_snapshot(nxt)
                     except PortFailure as e:
-                        result.divergence = Divergence(n, action, observed, allowed, "port", str(e), len(current))
+                        result.divergence = Divergence(n, action, observed, allowed, "port", str(e), len(current), failure=e.code)
                         return result
                     if not kept:
                         views = [jsonable(hashable(self.model.observe(t))) for t in nxt[:3]]
@@ -283,12 +346,12 @@ class Checker:
         """Generate actions online from the consistent model states (seeded),
         so nondeterminism resolved by the implementation never strands the walk."""
         rng = random.Random(seed)
-        actions = self.model.actions
+        enabled_actions = self.enabled_actions
 
         def choose(current: list[Any], _n: int) -> tuple | None:
             # Any action some consistent state enables: where the implementation's state
             # has it disabled, a definite rejection keeps the states that agree.
-            enabled = list(dict.fromkeys(a for s in current for a in actions(s)))
+            enabled = enabled_actions(current)
             return enabled[rng.randrange(len(enabled))] if enabled else None
 
         return self._run(seed, choose, length)

@@ -65,6 +65,9 @@ class Declared:
     procedures: str = ""  # shared procedures the calls refer to (markdown)
     state: str = ""  # the state a port keeps (markdown)
     notes: tuple[str, ...] = ()
+    #: what the ``result`` of each call is, in the call tables ("result": the first element of a
+    #: ``[result, list]`` observation; "observation": the whole observation)
+    result_label: str = "result"
 
 
 # ------------------------------------------------------------------------------------------
@@ -270,9 +273,285 @@ _CL = Declared(
     ),
 )
 
+# ------------------------------------------------------------------------------------------
+# recovery-deferral (model/recovery_deferral/model.py; call-level view
+# conformance/recovery_deferral/calls.py; the reference driver conformance/recovery_deferral/driver.py)
+# ------------------------------------------------------------------------------------------
+_RD_STATE = """\
+The configuration's script `config.events` lists the events, by index `e` (`0..n-1`): each is
+`[producer, match, kind]`. `kind` 0 is a live event; `k >= 1` an event resent by recovery `k` of its
+producer; `-1` an error event (an unparsable message) with no recovery context; `-(r+1)` an error
+event of recovery `r`. `match` -1 (errors only) is an error about no event. Each producer's events
+arrive in script order (`feed(p)` takes the producer's next one); producers interleave freely.
+
+A port keeps (ids from 0; model producer `p`, queue `q`, callback index `k` into `config.callbacks`):
+
+- `fed(p)`: how many of producer `p`'s events arrived;
+- the **task queues** `0..config.queues-1`, each a FIFO of event indexes holding at most
+  `config.queue_size`; an event of match `m` goes to queue `m mod config.queues` (every event of a
+  match on one queue); an error about no event may go to any queue (the port's choice: the model
+  allows each);
+- `running(q)`: the event a worker is running for queue `q` (in the customer's listener), or none; a
+  queue is served by at most one worker at a time, and at most `config.workers` queues run at once;
+- the **tracker**: per recovery context a pending count, +1 when an event of that context is
+  accepted, -1 when its task completes. The contexts: `NONE` (live events, and errors with no
+  recovery) and `p<p>/r<r>` (recovery `r` of producer `p`, `r` from 1);
+- per producer, `rec(p)`: the request id of its stored recovery (0: none yet; at most
+  `config.recoveries`);
+- per producer and callback `k`, in the producer's current recovery epoch: `not-sent`, `deferred`
+  (waiting for its context to drain), `delivered` (the customer got it), `cancelled` (a newer Down
+  status cancelled it); and the context a deferred callback was correlated with when it arrived;
+- the **feed thread**: running, or waiting for room on a full queue with one event (see `feed`).
+
+The *up* callbacks are `ProducerUp`, `FirstRecoveryCompleted`, `ProcessingQueDelayStabilized` and
+`ReturnedFromInactivity`; every other status (`AliveIntervalViolation`, `ProcessingQueueDelayViolation`,
+`PermanentlyUnavailable`) is a *Down*.
+"""
+
+_RD_CALLS = (
+    Call(
+        "recover", (("p", "producer"),),
+        "`rec(p) < config.recoveries`",
+        "The SDK's `onRecoveryInitiated` for producer `p`'s next recovery: `rec(p) += 1` (the stored "
+        "RecoveryContext is now `p<p>/r<rec(p)>`); a new recovery epoch starts: every callback of `p` is "
+        "`not-sent` again, and any callback of `p` still deferred is cancelled (it will never be delivered). "
+        "The customer's `onRecoveryInitiated` is called at once, on the calling thread.",
+        "`\"forwarded\"`",
+    ),
+    Call(
+        "feed", (("p", "producer"),),
+        "producer `p` has an event left (`fed(p)` is less than its number of events), that event's "
+        "recovery was initiated (a `kind` `k >= 1` or `-(k+1)` needs `rec(p) >= k`), and the feed thread "
+        "is not waiting for room",
+        "The feed thread receives `p`'s next event `e` (`fed(p) += 1`). With `config.enabled: false` "
+        "(legacy), or for an error event with `config.handle_errors_async: false`, the customer's listener "
+        "is called with `e` on the feed thread: `[\"feed-thread\", e]`. Otherwise `e` goes to its queue `q`: "
+        "if `q` has room, `e` is counted in the tracker under its context and appended to `q`: "
+        "`[\"queued\", q]`. If `q` is full the feed thread **waits** for room (nothing is lost): "
+        "`[\"blocked\", q, counted]`, where `counted` is 1 when the port counted `e` in the tracker before "
+        "it started waiting, 0 when it will count it once `e` is enqueued (both are allowed; the snapshot's "
+        "`pending` must agree). While it waits no other `feed` is enabled; the `run(q)` that makes room "
+        "completes the hand-off. An error about no event may pick any queue: `queued` on one with room or "
+        "`blocked` on a full one.",
+        "`[\"queued\", q]`, `[\"blocked\", q, counted]` or `[\"feed-thread\", e]`",
+    ),
+    Call(
+        "status", (("p", "producer"), ("k", "index into `config.callbacks`")),
+        "callback `k` is `not-sent` in `p`'s current epoch; `rec(p) > 0`, unless "
+        "`config.callbacks_without_recovery`; an up callback with `config.up_after_events` only once every "
+        "event of `p`'s stored recovery has been accepted by the feed thread (not while it waits with one)",
+        "The SDK's `onProducerStatusChange` (or `onProducerUp`) with status `config.callbacks[k]`. A Down is "
+        "forwarded to the customer at once and cancels `p`'s deferred callbacks: `\"forwarded\"`. An up "
+        "callback is correlated with `p`'s stored context: with no recovery yet (`rec(p) == 0`) it is "
+        "forwarded at once, `\"forwarded\"`; otherwise it is **deferred** until that context's pending count "
+        "reads 0 (see `poll`): `\"deferred\"`. With `config.enabled: false` every status is forwarded at once.",
+        "`\"forwarded\"` or `\"deferred\"`",
+    ),
+    Call(
+        "run", (("q", "task queue"),),
+        "queue `q` is not empty, no worker runs `q`, and fewer than `config.workers` queues are running",
+        "A worker takes the head event `e` of `q` and calls the customer's listener with it; the listener "
+        "does not return until `done(q)`: `[\"listener\", e]`. If the feed thread was waiting for room on "
+        "`q`, the room this makes lets it finish: its event is appended to `q` (and counted, if it was not "
+        "yet): `[\"listener\", e, [\"queued\", q]]`.",
+        "`[\"listener\", e]` or `[\"listener\", e, [\"queued\", q]]`",
+    ),
+    Call(
+        "done", (("q", "task queue"),),
+        "a worker runs `q` (a `run(q)` has not been answered by a `done(q)` yet)",
+        "The customer's listener returns (or throws: the same to the port) and the task completes: the "
+        "pending count of the event's context goes down by one; `q` is free for the next `run(q)`.",
+        "`\"completed\"`",
+    ),
+    Call(
+        "poll", (("p", "producer"), ("k", "index into `config.callbacks`")),
+        "callback `k` of `p` is `deferred` (not delivered, not cancelled)",
+        "One run of the deferred task: it reads the pending count of the context the callback was correlated "
+        "with when it arrived (not `p`'s current one). If it reads 0, the callback is delivered to the "
+        "customer and the task ends: `\"delivered\"`. Otherwise nothing changes and the observation is the "
+        "count read (a positive integer); an event the waiting feed thread already counted (`counted` 1) "
+        "is included.",
+        "`\"delivered\"` or the pending count read (an integer > 0)",
+    ),
+)
+
+_RD = Declared(
+    intro=(
+        "The checker drives a recovery-deferral port one step at a time: the SDK's calls (`recover`, "
+        "`status`), the arrival of the next event on the feed thread (`feed`), each worker's turn (`run`: "
+        "the customer's listener is entered; `done`: it returns) and each poll of a deferred ProducerUp "
+        "(`poll`). Each call must run to a quiet point before it is answered: a worker left inside the "
+        "customer's listener until its `done`, the feed thread either back or waiting for room. The port "
+        "owns every thread, so an interleaving is the checker's choice (the reference driver: "
+        "conformance/recovery_deferral/driver.py; the call-level view: conformance/recovery_deferral/calls.py)."
+    ),
+    state=_RD_STATE,
+    calls=_RD_CALLS,
+    observation=(
+        "Each call observes one JSON value, as in the call tables: a string (`\"forwarded\"`, "
+        "`\"deferred\"`, `\"completed\"`, `\"delivered\"`), an integer (a `poll` that read a pending count), "
+        "or an array whose first element names what happened (`queued`, `blocked`, `feed-thread`, "
+        "`listener`). Event indexes are positions in `config.events`; queue and producer ids count from 0. "
+        "Nothing is sorted: every array is positional."
+    ),
+    snapshot=(
+        "`snapshot` answers an object with these fields: `queues`, per queue the event indexes waiting, "
+        "head first; `running`, per queue the event its worker runs, or `null`; `pending`, an object from "
+        "context name (`\"NONE\"`, `\"p0/r1\"`, ...) to its pending count, for every context whose count is "
+        "not 0 (an event counted by a waiting feed thread included); `feed_blocked`, the queue the feed "
+        "thread waits for room on, or `null`; and, unless `config.enabled` is false, `recovery`, per "
+        "producer its stored request id (0: none), and `deferred`, per producer the names of its callbacks "
+        "deferred now, sorted. Objects compare by their keys whatever their order; arrays in order."
+    ),
+    result_label="observation",
+    notes=(
+        "A call the model has disabled must be answered with error 13 (`not-enabled`, definite) and change "
+        "nothing. The environment's preconditions (a producer's next event, the number of recoveries, each "
+        "status callback once per epoch, an up only after its recovery's events) are the port's to check, as "
+        "are its own (a worker can take the queue, a worker is in the listener, a callback is deferred).",
+        "The port's own choices (the queue of an error about no event, whether it counts a blocked event "
+        "before waiting) may use `seed`; the model allows every choice, and the snapshot tells the checker "
+        "which was made.",
+        "A customer listener that the port's implementation calls at any other moment than the calls above "
+        "say (a second call, a call on the wrong thread) has no observation the model allows: the run fails "
+        "at that step.",
+        "The conformance configurations use the reference value of every switch; a port may refuse others "
+        "with error 14 (`unsupported-model`) in answer to `init` (the reference refuses the upstream variants).",
+    ),
+)
+
+# ------------------------------------------------------------------------------------------
+# ordered-consumption (model/ordered_consumption/model.py; call-level view
+# conformance/ordered_consumption/calls.py; the reference driver conformance/ordered_consumption/driver.py)
+# ------------------------------------------------------------------------------------------
+_OC_STATE = """\
+A run drives **one role** of seed 001's thin client against a broker the port runs itself: the
+producer, the push consumer in standard or FIFO mode, or the simple consumer (the configuration's
+`producer`, `push_standard`, `push_fifo`, `simple` say which roles a run may drive; the port picks one
+from `seed`, and the snapshot's `role` tells the checker which). Messages `m` (`0..n-1`) are sent
+before the run, in order, to queue `config.msg_queue[m]` with a body of `config.msg_size[m]` bytes (FIFO:
+one message group per queue); process queue `p` is queue `p`. A producer run sends one message, whose
+type (`normal`, `fifo`, `transactional`), accepting queues and (FIFO) group queue the port picks from
+`seed` among the model's initial states; its route is fetched or already cached.
+
+The port's implementation runs its own threads (receive loops, dispatcher, consumption workers, the
+producer's send); a request to the server, a listener call, a retry-policy delay or a back-off **waits
+for the checker**: each call below names the server's answer (or the listener's result, or the event),
+the port makes its implementation get exactly that, and answers once every thread waits again. The
+server's invisible time never runs out by itself (`expire` makes it), and the server's answer to a
+request the checker did not answer yet is never given.
+"""
+
+_OC_CALLS = (
+    Call("route_answer", (("answer", "`ok` or `failed`"),), "the producer waits for its route query",
+         "The server answers the route query (`failed`: any error); the producer then picks its queue and "
+         "checks the type (a mismatch fails the send at once) and sends, or fails.", "the answer"),
+    Call("send_answer", (("queue", "the queue of the pending send"), ("answer", "`ok`, `error` or `throttled`"),
+                         ("backoff", "ticks the server asks to wait (throttled), else 0")),
+         "the producer waits for the answer to a send request to `queue`",
+         "The server answers the send: `ok` ends the send; `error` (a retriable failure) makes the producer "
+         "retry at once on the next candidate (a FIFO message on its group's queue; a transactional message "
+         "never), `throttled` after `backoff` ticks; or fail once its attempts are used up.",
+         "`\"ok\"`, `\"error\"` or `[\"throttled\", backoff]`"),
+    Call("tick", (), "the producer waits out a back-off", "One tick of the producer's clock; once the back-off "
+         "is over the producer picks its next queue and sends (or fails).", "the ticks waited so far"),
+    Call("receive_answer", (("p", "process queue"), ("answer", "`ok`, `lost`, `error` or `throttled`")),
+         "`p` is assigned, has messages, and its receive loop has a request pending (its cache is below both "
+         "thresholds); `lost` only when the server has a message of `p` to deliver",
+         "The server answers `p`'s receive: `ok` with what is deliverable (at most the batch asked for; FIFO "
+         "with the server gate: one message of a queue at a time, only once the previous one is settled), "
+         "cached and signalled to the dispatcher; `lost`: one message delivered (attempt + 1) and the answer "
+         "lost; `error` / `throttled`: nothing. The loop then waits for room or issues its next request.",
+         "`[[m, attempt], ...]`, `[\"lost\", [[m, attempt]]]`, `\"error\"` or `\"throttled\"`"),
+    Call("dispatch", (("p", "process queue"),), "the dispatcher was signalled for `p`",
+         "Standard: every cached message of `p` is taken, in queue order, each by a worker that calls the "
+         "listener. FIFO: the dispatcher locks `p` and takes the earliest cached message (none: unlocks), or "
+         "finds the lock held.", "the messages taken, in order, or `\"lock-busy\"`"),
+    Call("listener_returns", (("m", "message"), ("result", "`ok` or `fail`")), "the listener is consuming `m`",
+         "The listener returns. Standard: the message is erased from the cache, then acked (ok) or its "
+         "invisible duration changed (fail). FIFO: ack (ok); on failure below the maximum attempt, the retry "
+         "policy's delay, then the listener again with attempt + 1; at the maximum, forward to the DLQ.",
+         "`[result, attempt]`: the attempt the listener saw"),
+    Call("next_attempt_delay", (("m", "message"),), "FIFO: `m` waits for the retry policy's delay",
+         "The delay is over: the listener is called again.", "`\"elapsed\"`"),
+    Call("ack_answer", (("m", "message"), ("answer", "see the notes")), "`m`'s ack request is pending",
+         "The server answers the ack (see the notes for what each answer does).", "the answer the request got"),
+    Call("change_invisible_answer", (("m", "message"), ("answer", "see the notes")),
+         "standard: `m`'s change-invisible-duration request is pending",
+         "The server answers; the client lets go of the message either way (one call, seed 普通 step 4).",
+         "the answer the request got"),
+    Call("forward_to_dlq_answer", (("m", "message"), ("answer", "see the notes")),
+         "FIFO: `m`'s forward-to-DLQ request is pending",
+         "The server answers the forward (repeated after a retriable answer, like the ack).",
+         "the answer the request got"),
+    Call("expire", (("m", "message"),), "`m` is invisible (and, unless `config.expiry_while_held`, the client "
+         "holds no copy of it)", "The server's invisible time of `m`'s delivery runs out: it is deliverable "
+         "again, or dead-lettered by the server once its deliveries reached `config.max_attempts`.",
+         "`\"visible\"` or `\"dead-lettered\"`"),
+    Call("drop_process_queue", (("p", "process queue"),), "`config.rebalance`, `p` has messages and is assigned",
+         "A rebalance takes queue `p` away: its cached messages are discarded, a consumption under way "
+         "finishes on the dropped process queue.", "`\"dropped\"`"),
+    Call("create_process_queue", (("p", "process queue"),), "`config.rebalance`, `p` has messages and is not "
+         "assigned", "The queue is given back: a new process queue and receive loop.", "`\"created\"`"),
+    Call("simple_receive", (("answer", "`ok`, `lost`, `error` or `throttled`"),), "a simple-consumer run",
+         "The application calls receive (at most one message) on the next queue, round-robin; one request.",
+         "`[\"ok\", [m, attempt]]`, `[\"ok\", []]`, `[\"lost\", [m, attempt]]`, `\"error\"` or `\"throttled\"`"),
+    Call("simple_ack", (("m", "message"), ("answer", "see the notes")), "the application holds a copy of `m`",
+         "The application acks `m`: one request, never retried.", "`[\"ok\", \"acked\"]`, `[\"lost\", \"acked\"]` "
+         "or the answer's name"),
+    Call("simple_change_invisible", (("m", "message"), ("answer", "see the notes")),
+         "the application holds a copy of `m`", "The application changes `m`'s invisible duration: one request; "
+         "on `ok` it lets go of its copy.", "`[\"ok\", \"changed\"]`, `[\"lost\", \"changed\"]` or the answer's name"),
+    Call("abandon", (("m", "message"),), "the application holds a copy of `m`",
+         "The application lets go of its copy (the message comes back when its invisible time runs out).",
+         "`\"abandoned\"`"),
+)
+
+_OC = Declared(
+    intro=(
+        "The checker drives an ordered-consumption port one call at a time: each call is one step of the "
+        "environment -- the server's answer to a pending request, the listener's result, an event of the "
+        "clock, the server or a rebalance, or an application call of the simple consumer -- followed by "
+        "every step of the client it sets in motion, until every thread of the port waits again. The "
+        "model's finer steps (`pick`, `take`, `unlock`, a receive that finds the cache full, a FIFO "
+        "redelivery settled with a remembered outcome) are never sent: the checker composes them "
+        "(conformance/ordered_consumption/calls.py; the reference driver: "
+        "conformance/ordered_consumption/driver.py)."
+    ),
+    state=_OC_STATE,
+    calls=_OC_CALLS,
+    observation="The whole observation is the model's observation of the call's own step (table above).",
+    snapshot=(
+        "An object. Producer: `role`, `phase` (`fetch-route`, `send`, `throttled-wait`, `done`), `type`, "
+        "`accepting_queues`, `group_queue` (FIFO), `requests` (send requests made), `result` (`sent`, "
+        "`failed` or null), `queue` (phase send: the queue of the pending request), `backoff` and `waited` "
+        "(phase throttled-wait). Push consumer: `role`; `messages`, per message `server` (`ready`, "
+        "`invisible`, `acked`, `dlq-by-server`, `dlq-by-client`), `attempt` (the server's delivery count), "
+        "`client` (`-`, `cached`, `consuming`, `retry-delay`, `acking`, `changing-invisible`, "
+        "`dead-lettering`), `pending` (a newer delivery is cached behind the copy in consumption); "
+        "`process_queues`, per queue `assigned`, `notified`, `locked`, `waiting` (the receive loop waits "
+        "for room) and `cache` (`[messages, bytes]` counted). Simple consumer: `role`, `messages` (`server`, "
+        "`attempt`, `held`: null, `valid` or `stale`), `next_queue`."
+    ),
+    result_label="observation",
+    notes=(
+        "Settle answers: `ok` (applied); `lost` (applied, the answer lost: a repeated request then meets an "
+        "invalid handle); `error` (retriable, not applied: timeout, unavailable, internal error; also "
+        "throttling unless `config.answer_codes`); `throttled`; `invalid-handle` / `not-found` (the handle "
+        "is no longer the server's current one: given only when it is not); `bad-request` (not applied, "
+        "non-retriable). FIFO repeats an ack or DLQ forward after a retriable answer and gives up after a "
+        "non-retriable one, remembering the outcome for the redelivery.",
+        "A call the model has disabled, or whose environment precondition does not hold in the port's "
+        "state, must be answered with error 13 (`not-enabled`, definite) and change nothing.",
+        "The conformance configurations use the reference value of every switch; a port may refuse others "
+        "with error 14 (`unsupported-model`) in answer to `init` (the reference refuses the model's fault "
+        "switches).",
+    ),
+)
+
 #: model name -> its declared port reference; a model of ``views.VIEWS`` missing here gets the
 #: computed sections only (or the view class may carry its own ``PORT_REFERENCE``)
-DECLARED: dict[str, Declared] = {"consumer-lists": _CL}
+DECLARED: dict[str, Declared] = {"consumer-lists": _CL, "recovery-deferral": _RD, "ordered-consumption": _OC}
 
 
 # ------------------------------------------------------------------------------------------
@@ -282,7 +561,7 @@ def conformance_configs(model_name: str) -> list[tuple[str, dict[str, Any]]]:
     """The configurations the conformance suite drives for ``model_name``, each with the
     overrides it uses: ``build_corpus.PASS_CONFIGS`` or ``mutants.TRACE_CONFIGS`` of the model's
     conformance package (with ``mutants.ENV_BUDGET`` when the config has a budget), else every
-    named configuration."""
+    named configuration.  An entry is a configuration name or a ``(name, overrides)`` pair."""
     pkg = f"conq.conformance.{model_name.replace('-', '_')}"
     names: Iterable[str] | None = None
     overrides: dict[str, Any] = {}
@@ -303,7 +582,11 @@ def conformance_configs(model_name: str) -> list[tuple[str, dict[str, Any]]]:
     if names is None:
         names = tuple(type(base).configs())
     fields = {f.name for f in dataclasses.fields(type(base).Config)}
-    return [(n, {k: v for k, v in overrides.items() if k in fields}) for n in names]
+    out = []
+    for entry in names:
+        name, own = (entry, {}) if isinstance(entry, str) else (entry[0], dict(entry[1] or {}))
+        out.append((name, {**{k: v for k, v in overrides.items() if k in fields}, **own}))
+    return out
 
 
 def _shape(v: Any) -> str:
@@ -591,7 +874,7 @@ def render_markdown(model_name: str) -> str:
                     "| | |", "|---|---|",
                     f"| enabled when | {c.enabled} |",
                     f"| does | {c.does} |",
-                    f"| result | {c.result} |", ""]
+                    f"| {declared.result_label} | {c.result} |", ""]
             ex = next((f.examples[c.name] for f in facts if c.name in f.examples), None)
             if ex is not None:
                 path, before, a, o, after = ex

@@ -139,6 +139,33 @@ ERRORS: tuple[ErrorCode, ...] = (
     ErrorCode(21, "timeout", False, "the action did not complete in the port's own time limit"),
 )
 
+
+
+@dataclass(frozen=True)
+class FailureCode:
+    """How a port failed, machine-readable: ``PortFailure.code`` (conformance/adapters.py).
+    The checker matches these codes, never the text of a failure."""
+
+    code: str
+    about: str
+
+
+FAILURES: tuple[FailureCode, ...] = (
+    FailureCode("timeout", "the port did not answer within the checker's timeout (`--timeout`)"),
+    FailureCode("crash", "the port is not running: it could not be started, or it exited or was killed before or "
+                         "while answering"),
+    FailureCode("bad-reply", "a reply line that is not a well-formed message: not UTF-8, not JSON, a field missing "
+                             "or of the wrong type, nested too deeply, longer than the line limit"),
+    FailureCode("protocol", "a well-formed message out of place: a reply with another request's id or of the wrong "
+                            "type, output nobody asked for"),
+    FailureCode("definite-error", "an `error` answer with a definite code (the operation certainly did not happen); "
+                                  "to an `action` it is an observation, reported with what the model allowed at "
+                                  "that step (13 to an `action` is the observation `not-enabled`, never a failure)"),
+    FailureCode("indefinite-error", "an `error` answer with an indefinite code (20, 21): the operation may have "
+                                    "happened in part"),
+)
+FAILURE_CODES = frozenset(f.code for f in FAILURES)
+
 BY_TYPE = {m.type: m for m in MESSAGES}
 BY_CODE = {e.code: e for e in ERRORS}
 _JSON_TYPES = {
@@ -249,9 +276,18 @@ def render_markdown() -> str:
         "(`[\"error\", code]`) that the model must allow. The model allows `[\"error\", 13]` (`not-enabled`) exactly "
         "where it has the action disabled, and no other error: a definite error 10, 11 (to an `action`), 12 or 14 fails "
         "the run at that step as an observation, the verdict naming what the model allowed instead (for example "
-        "`step 3: action [\"pull\", 0]: the implementation answered [\"error\", 12] (...); the model allows "
-        "[[0, []]]`). Error 11 answered to `snapshot` only means the port has no snapshot. Indefinite errors end the "
+        "`step 3: action [\"pull\", 0]: the port answered error 12 (unknown-action, definite); the model allowed "
+        "[[0, []]] (the port: ...)`). Error 11 answered to `snapshot` only means the port has no snapshot. Indefinite errors end the "
         "run with a failing verdict at that step.",
         "",
+        "## How a port fails",
+        "",
+        "Every failure of a port is classified by one machine-readable code (the checker's `PortFailure.code`; "
+        "a verdict names it, and the checker decides by the code, never by the failure's text):",
+        "",
+        "| code | what happened |",
+        "|---|---|",
     ]
+    out += [f"| `{f.code}` | {f.about} |" for f in FAILURES]
+    out += [""]
     return "\n".join(out)

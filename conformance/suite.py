@@ -144,6 +144,9 @@ class SuiteResult:
                     "source": f.source,
                     "step": f.result.divergence.step,
                     "kind": f.result.divergence.kind,
+                    # how a port failed (protocol.FAILURES), or "definite-error" for an error answer
+                    # reported as an observation; null for every other divergence
+                    "failure": f.result.divergence.failure or None,
                     "divergence": f.result.divergence.describe(),
                     "actions": [list(a) for a in f.result.actions],
                     "minimised": [list(a) for a in f.result.minimised] if f.result.minimised is not None else None,

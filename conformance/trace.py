@@ -12,7 +12,11 @@ then one event per line::
 
 optionally with ``"state"``: the model's ``observe()`` view after the step
 (generators write it, so the trace can be exported to ITF and read by
-TLA+/Apalache/Quint tooling).  The JSON Schema is ``spec/schemas/trace.schema.json``;
+TLA+/Apalache/Quint tooling).  A header with ``"kind": "observed"`` starts a
+black-box log instead (``conq validate``, :mod:`.validate`): its events may leave
+parameters and observations out, carry partial state observations
+(``"observe"``), and hidden steps happen between them; they are read as
+:class:`ObservedEvent`.  The JSON Schema is ``spec/schemas/trace.schema.json``;
 every reader validates each line against it and reports the file, line and
 field of the first problem.  JSON has no tuples: lists are turned back into
 tuples on reading (:func:`hashable`) because model actions and observations
@@ -43,6 +47,39 @@ class Event:
     action: tuple
     observation: Any
     state: Any = None
+    line: int | None = None  # the file line it was read from
+
+
+#: an absent ``observation`` of an observed event (None is a value: JSON null)
+ANY = object()
+
+
+@dataclass
+class ObservedEvent:
+    """One line of an observed log (``"kind": "observed"``): an action known in part, and/or a
+    partial observation of the state after it.  ``name`` None: a state observation only."""
+
+    step: int
+    line: int
+    name: str | None = None
+    #: the parameters the log fixes: (position, value) pairs, positions from 0
+    params: tuple[tuple[int, Any], ...] = ()
+    #: the observation (tuples for arrays), or :data:`ANY` when the log does not say
+    observation: Any = ANY
+    #: the partial state observation: (path, value) pairs, path a tuple of keys/indexes
+    observe: tuple[tuple[tuple, Any], ...] = ()
+    #: the event as written (for reports and :func:`dumps`)
+    raw: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def action(self) -> tuple | None:
+        """The action when every parameter up to the last fixed one is known, else None."""
+        if self.name is None:
+            return None
+        known = dict(self.params)
+        if any(i not in known for i in range(len(known))):
+            return None
+        return (self.name, *(known[i] for i in range(len(known))))
 
 
 @dataclass
@@ -54,29 +91,49 @@ class Trace:
     events: list[Event] = field(default_factory=list)
     config_name: str | None = None
     expect: str | None = None  # golden corpus: "pass" or "diverge"
+    kind: str = "recorded"  # or "observed": a black-box log (conq validate)
+    level: str | None = None  # observed logs: "thread" or "call"
+    hidden: tuple[str, ...] | None = None  # observed logs: action names that happen unlogged
+    config_given: bool = True  # the header carries "config" (an observed log may leave it out)
 
     def header(self) -> dict[str, Any]:
-        head = {
-            "format": FORMAT,
-            "version": VERSION,
-            "model": self.model,
-            "config": self.config,
-            "seed": self.seed,
-            "generator": self.generator,
-        }
+        head: dict[str, Any] = {"format": FORMAT, "version": VERSION}
+        if self.kind != "recorded":
+            head["kind"] = self.kind
+        head["model"] = self.model
+        if self.config_given:
+            head["config"] = self.config
+        head["seed"] = self.seed
+        head["generator"] = self.generator
         if self.config_name is not None:
             head["config_name"] = self.config_name
         if self.expect is not None:
             head["expect"] = self.expect
+        if self.level is not None:
+            head["level"] = self.level
+        if self.hidden is not None:
+            head["hidden"] = list(self.hidden)
         return head
 
     def actions(self) -> list[tuple]:
         return [e.action for e in self.events]
 
 
+_LEAF = frozenset({str, int, bool, float, type(None)})
+
+
 def hashable(value: Any) -> Any:
-    """JSON value -> the tuple-based value models use."""
-    if isinstance(value, list):
+    """JSON value -> the tuple-based value models use (lists -> tuples, objects -> sorted
+    key/value tuples, at any depth; anything else as it is).  On the checker's hot path (every
+    snapshot of every step): scalars are kept without a call, lists built by comprehension."""
+    t = type(value)
+    if t is list:
+        leaf = _LEAF
+        return tuple([v if type(v) in leaf else hashable(v) for v in value])
+    if t is dict:
+        leaf = _LEAF
+        return tuple(sorted([(k, v if type(v) in leaf else hashable(v)) for k, v in value.items()]))
+    if isinstance(value, list):  # a subclass
         return tuple(hashable(v) for v in value)
     if isinstance(value, dict):
         return tuple(sorted((k, hashable(v)) for k, v in value.items()))
@@ -104,7 +161,8 @@ def _validators():
     cls = jsonschema.validators.validator_for(s)
     header = cls({**s["$defs"]["header"], "$defs": s["$defs"]})
     event = cls({**s["$defs"]["event"], "$defs": s["$defs"]})
-    return header, event
+    observed = cls({**s["$defs"]["observed_event"], "$defs": s["$defs"]})
+    return header, event, observed
 
 
 def _problem(validator, obj: Any) -> str | None:
@@ -178,7 +236,11 @@ def _check_config(cls, config: dict[str, Any], lineno: int, source: str) -> None
         raise TraceError(f"{source}:{lineno}: field 'config': {e}") from None
 
 
-def parse_lines(lines: Iterable[str | bytes], source: str = "<trace>", *, require_known_model: bool = False) -> Trace:
+KINDS = ("recorded", "observed")
+
+
+def parse_lines(lines: Iterable[str | bytes], source: str = "<trace>", *, require_known_model: bool = False,
+                kinds: tuple[str, ...] = ("recorded",)) -> Trace:
     """Read a trace from its lines (text, or bytes as read from a file).
 
     Every problem is a :class:`TraceError` naming ``source:LINE`` and the field:
@@ -188,8 +250,10 @@ def parse_lines(lines: Iterable[str | bytes], source: str = "<trace>", *, requir
     every action is checked against the model's declared actions (unknown name,
     wrong number of parameters).  ``require_known_model``: a header naming a
     model that is not registered is an error too (otherwise the trace is read
-    without model checks, as a user's own model's trace is)."""
-    header_v, event_v = _validators()
+    without model checks, as a user's own model's trace is).  ``kinds``: the
+    header kinds the caller reads (an observed log is read by ``conq validate``
+    only: a checker replaying it would have no complete actions to send)."""
+    header_v, event_v, observed_v = _validators()
     trace: Trace | None = None
     cls = None
     lineno = 0
@@ -206,20 +270,10 @@ def parse_lines(lines: Iterable[str | bytes], source: str = "<trace>", *, requir
         except ValueError as e:  # e.g. an integer beyond Python's digit limit
             raise TraceError(f"{source}:{lineno}: not valid JSON: {e}") from None
         if trace is None:
-            problem = _problem(header_v, obj)
-            if problem:
-                raise TraceError(f"{source}:{lineno}: bad header: {problem}")
-            cls = _model_class(obj["model"], lineno, source, require_known_model)
-            if cls is not None:
-                _check_config(cls, obj["config"], lineno, source)
-            trace = Trace(
-                model=obj["model"],
-                config=obj["config"],
-                seed=obj["seed"],
-                generator=obj["generator"],
-                config_name=obj.get("config_name"),
-                expect=obj.get("expect"),
-            )
+            trace, cls = _header(obj, lineno, source, header_v, require_known_model, kinds)
+            continue
+        if trace.kind == "observed":
+            trace.events.append(_observed_event(obj, lineno, source, observed_v, cls, len(trace.events) + 1))
             continue
         problem = _problem(event_v, obj)
         if problem:
@@ -231,18 +285,112 @@ def parse_lines(lines: Iterable[str | bytes], source: str = "<trace>", *, requir
             wrong = cls.action_problem(action)
             if wrong:
                 raise TraceError(f"{source}:{lineno}: field 'action': {wrong}")
-        trace.events.append(Event(obj["step"], action, hashable(obj.get("observation")), obj.get("state")))
+        trace.events.append(Event(obj["step"], action, hashable(obj.get("observation")), obj.get("state"), lineno))
     if trace is None:
         raise TraceError(f"{source}:{lineno + 1}: empty trace (no header line)")
     return trace
 
 
-def read(path: str | os.PathLike, *, require_known_model: bool = False) -> Trace:
+def _header(obj: Any, lineno: int, source: str, header_v, require_known_model: bool, kinds: tuple[str, ...]):
+    kind = obj.get("kind", "recorded") if isinstance(obj, dict) else "recorded"
+    if isinstance(obj, dict) and kind != "observed":
+        for f in ("level", "hidden"):  # clearer than the schema's "False schema does not allow"
+            if f in obj:
+                raise TraceError(f"{source}:{lineno}: bad header: field '{f}': only an observed log "
+                                 "(\"kind\": \"observed\") has it")
+    problem = _problem(header_v, obj)
+    if problem:
+        raise TraceError(f"{source}:{lineno}: bad header: {problem}")
+    if kind not in kinds:
+        if kind == "observed":
+            raise TraceError(f"{source}:{lineno}: field 'kind': an observed log (hidden steps, partial events) is "
+                             "read by `conq validate MODEL TRACE`, not replayed")
+        raise TraceError(f"{source}:{lineno}: field 'kind': expected {' or '.join(kinds)}, got {kind!r}")
+    cls = _model_class(obj["model"], lineno, source, require_known_model)
+    if cls is not None and "config" in obj:
+        _check_config(cls, obj["config"], lineno, source)
+    hidden = obj.get("hidden")
+    if hidden is not None and cls is not None and cls.ACTIONS is not None:
+        for i, name in enumerate(hidden):
+            if name not in cls.ACTIONS:
+                raise TraceError(f"{source}:{lineno}: field 'hidden/{i}': unknown action {name!r} "
+                                 f"(known: {', '.join(sorted(cls.ACTIONS))})")
+    trace = Trace(
+        model=obj["model"],
+        config=obj.get("config", {}),
+        seed=obj.get("seed", 0),
+        generator=obj.get("generator", {"mode": "recorded"}),
+        config_name=obj.get("config_name"),
+        expect=obj.get("expect"),
+        kind=kind,
+        level=obj.get("level"),
+        hidden=tuple(hidden) if hidden is not None else None,
+        config_given="config" in obj,
+    )
+    return trace, cls
+
+
+def _observed_event(obj: Any, lineno: int, source: str, validator, cls, step: int) -> ObservedEvent:
+    """One line of an observed log: schema, step, and the action against the model's declaration
+    (a known name; at most as many parameters as it takes; named parameters it has)."""
+    if isinstance(obj, dict) and "step" in obj and "action" not in obj and "observe" not in obj:
+        raise TraceError(f"{source}:{lineno}: bad event: an observed event names an \"action\", an \"observe\" "
+                         "(a partial state), or both")
+    problem = _problem(validator, obj)
+    if problem:
+        raise TraceError(f"{source}:{lineno}: bad event: {problem}")
+    if obj["step"] != step:
+        raise TraceError(f"{source}:{lineno}: field 'step': expected {step}, got {obj['step']}")
+    event = ObservedEvent(step, lineno, raw=obj)
+    if "action" in obj:
+        action = hashable(obj["action"])
+        name, given = action[0], action[1:]
+        params = dict(enumerate(given))
+        declared = cls.ACTIONS.get(name) if cls is not None and cls.ACTIONS is not None else None
+        if cls is not None and cls.ACTIONS is not None:
+            if declared is None:
+                raise TraceError(f"{source}:{lineno}: field 'action': unknown action '{name}' "
+                                 f"(known: {', '.join(sorted(cls.ACTIONS))})")
+            if len(given) > len(declared):
+                raise TraceError(f"{source}:{lineno}: field 'action': action '{name}' takes {len(declared)} "
+                                 f"parameter{'s' if len(declared) != 1 else ''}"
+                                 + (f" ({', '.join(declared)})" if declared else "") + f", got {len(given)}")
+        for pname, value in obj.get("params", {}).items():
+            if declared is None:
+                raise TraceError(f"{source}:{lineno}: field 'params/{pname}': the model declares no parameter "
+                                 "names for this action (give parameters by position in 'action')")
+            if pname not in declared:
+                raise TraceError(f"{source}:{lineno}: field 'params/{pname}': action '{name}' has no parameter "
+                                 f"{pname!r} (its parameters: {', '.join(declared) or 'none'})")
+            i = declared.index(pname)
+            if i in params and params[i] != value:
+                raise TraceError(f"{source}:{lineno}: field 'params/{pname}': {value!r} contradicts the "
+                                 f"action's parameter {params[i]!r}")
+            params[i] = value
+        event.name = name
+        event.params = tuple(sorted(params.items()))
+        if "observation" in obj:
+            event.observation = hashable(obj["observation"])
+    if "observe" in obj:
+        paths = []
+        for key, value in obj["observe"].items():
+            # JSON Pointer's escapes (RFC 6901): "~1" is a "/" inside a key, "~0" a "~"
+            parts = [k.replace("~1", "/").replace("~0", "~") for k in key.split("/")]
+            path = tuple(int(k) if k.isdigit() else k for k in parts)
+            if not key or any(k == "" for k in parts):
+                raise TraceError(f"{source}:{lineno}: field 'observe/{key}': a path is view fields and list "
+                                 "indexes joined by '/'")
+            paths.append((path, value))
+        event.observe = tuple(paths)
+    return event
+
+
+def read(path: str | os.PathLike, *, require_known_model: bool = False, kinds: tuple[str, ...] = ("recorded",)) -> Trace:
     """Read and validate a trace file (see :func:`parse_lines`)."""
     p = Path(path)
     try:
         with p.open("rb") as f:
-            return parse_lines(f, str(p), require_known_model=require_known_model)
+            return parse_lines(f, str(p), require_known_model=require_known_model, kinds=kinds)
     except OSError as e:
         raise TraceError(f"{p}: cannot read: {e.strerror or e}") from None
 
@@ -250,6 +398,9 @@ def read(path: str | os.PathLike, *, require_known_model: bool = False) -> Trace
 def dumps(trace: Trace) -> str:
     lines = [json.dumps(trace.header(), separators=(",", ":"))]
     for e in trace.events:
+        if isinstance(e, ObservedEvent):
+            lines.append(json.dumps({**e.raw, "step": e.step}, separators=(",", ":")))
+            continue
         obj: dict[str, Any] = {"step": e.step, "action": jsonable(e.action), "observation": jsonable(e.observation)}
         if e.state is not None:
             obj["state"] = e.state

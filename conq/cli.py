@@ -604,6 +604,35 @@ def conformance(
     _guard(body, json_out)
 
 
+@app.command("validate")
+def validate_log(
+    model: str = typer.Argument(..., help="Model the log is validated against."),
+    trace_file: Path = typer.Argument(..., metavar="TRACE", help="The log: an observed NDJSON trace (spec/trace-format.md)."),
+    config: Optional[str] = typer.Option(None, "--config", "-c", help="Named configuration (default: the log's, else the model's first); the log's config fields apply over it."),
+    level: Optional[str] = typer.Option(None, "--level", help="thread (the model's own steps) or call (its call-level view); default: the log's level, else thread (a recorded trace: call)."),
+    max_states: int = typer.Option(200_000, "--max-states", min=1, help="Bound on the states of one closure under hidden steps; hit before a verdict: exit 4."),
+    json_out: bool = JsonOpt,
+) -> None:
+    """Black-box trace validation: can the model, with hidden internal steps between the logged
+    events, produce this log?  Exit 0 accepted, 1 rejected (the longest accepted prefix, what the
+    model allowed next, a shortest path there), 2 bad log, 4 incomplete (--max-states hit)."""
+
+    def body() -> int:
+        from conq.conformance.validate import validate_file
+
+        if level is not None and level not in ("thread", "call"):
+            raise UsageProblem(f"--level must be thread or call, got {level!r}")
+        res = validate_file(model, str(trace_file), config_name=config, level=level, max_states=max_states)
+        if json_out:
+            _emit_json(res.to_json())
+        else:
+            for line in res.describe():
+                out.print(line, markup=False)
+        return res.exit_code
+
+    _guard(body, json_out)
+
+
 @app.command("protocol")
 def protocol_doc(
     write: bool = typer.Option(False, "--write", help="Regenerate spec/port-protocol.md."),
@@ -622,6 +651,7 @@ def protocol_doc(
                 "version": protocol.PROTOCOL_VERSION,
                 "messages": [dataclasses.asdict(m) for m in protocol.MESSAGES],
                 "errors": [dataclasses.asdict(e) for e in protocol.ERRORS],
+                "failures": [dataclasses.asdict(f) for f in protocol.FAILURES],
             })
         elif write:
             from conq.conformance.trace import atomic_write

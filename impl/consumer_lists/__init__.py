@@ -8,6 +8,9 @@ Production-style, concurrent code (not the model again; it never imports ``conq.
 * ``consumer_manager`` -- the QCM: node states, the five lists, per-priority lists, guarded moves.
 * ``queue``            -- the queue: message states, notification rules, ``deliver_single_message``,
                           credit, browsers, release/hold; the observation API (``Queue.snapshot``).
+* ``housekeeping``     -- the housekeeping thread (TTL expiry: ``Queue.check_message_status``).
+* ``actors_workload``  -- a checked workload with every actor of issue 16 on (deletes, expiry,
+                          rejects, shared and assigned message groups, churn), for stress runs.
 * ``delivery``         -- consumer -> target -> session -> connection, and the IO-thread pool (the
                           12 steps of the seed); the failure policy for delivery callbacks.
 * ``workload``         -- a checked publish/consume workload over the whole chain (stress tests,
@@ -19,6 +22,7 @@ lock or atomic step protects), written so that it holds without the GIL.
 Step-by-step use (the conformance checker): create a ``queue.Queue()`` and call its operations from
 one thread -- ``add_consumer``, ``enqueue``, ``set_flow``/``add_credit`` (which call
 ``set_notify_work_desired``), ``deliver_single_message``, ``release``, ``settle``, ``hold``/``unhold``,
-``remove_consumer`` -- and compare ``snapshot()`` after each.  Every operation completes before it
-returns; nothing runs in the background unless an ``IOThreadPool`` is started.
+``remove_consumer``, and the other actors' ``delete_entry``, ``check_message_status``, ``reject`` --
+and compare ``snapshot()`` after each.  Every operation completes before it
+returns; nothing runs in the background unless an ``IOThreadPool`` or a ``Housekeeping`` is started.
 """

@@ -39,6 +39,16 @@ def test_consumer_lists_reference_names_every_call_and_the_observation_shape():
     assert '### `["deliver"' not in text and '### `["notify_consumers"' not in text
 
 
+def test_recovery_deferral_reference_declares_every_call():
+    text = (repo_root() / "spec" / "ports" / "recovery-deferral.md").read_text()
+    assert "No call descriptions are declared" not in text
+    for call in ("recover", "feed", "status", "run", "done", "poll"):
+        assert f'### `["{call}"' in text
+    # the blocked feed thread and what it counted: the one shape a port could not guess from the model
+    assert '`["blocked", q, counted]`' in text and "## State a port keeps" in text
+    assert "| observation | `\"completed\"` |" in text  # whole observations, not [result, list] pairs
+
+
 def test_declared_calls_must_match_the_view():
     declared = port_reference.DECLARED["consumer-lists"]
     broken = port_reference.Declared(declared.intro, declared.calls[:-1], declared.observation, declared.snapshot)
@@ -114,5 +124,6 @@ def test_a_definite_error_is_an_observation_with_what_the_model_allowed(tmp_path
     d = run.divergence
     assert d is not None and d.step == 2 and d.kind == "observation"
     assert d.observed == ("error", 12) and d.allowed == [(0, ())]
+    assert d.failure == "definite-error"
     text = d.describe()
-    assert "answered ['error', 12]" in text and "unknown-action" in text and "the model allows [[0, []]]" in text
+    assert "the port answered error 12 (unknown-action, definite); the model allowed [[0, []]]" in text

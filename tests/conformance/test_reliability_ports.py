@@ -256,23 +256,23 @@ def test_a_signal_to_conq_leaves_no_port_behind(port, sig):
 # -- item 3: every port failure is a verdict; the next trace runs on a fresh process --------------
 
 SCENARIOS = [
-    # fault, when, timeout, (step, request type, words of the problem)
-    ("garbage", "init_ok:1", 10.0, (0, "init", "invalid JSON in response to init")),
-    ("crash", "init_ok:1", 10.0, (0, "init", "exited (status 1) without answering")),
-    ("hang", "init_ok:1", 3.0, (0, "init", "no response within 3 s")),
-    ("wrong-id", "reset_ok:1", 10.0, (0, "reset", "stale or stray response to reset")),
-    ("garbage", "snapshot_ok:1", 10.0, (0, "snapshot", "invalid JSON in response to snapshot")),
-    ("late", "action_ok:2", 3.0, (2, "action", "no response within 3 s")),
-    ("partial-exit", "action_ok:1", 10.0, (1, "action", "in the middle of its response to action")),
-    ("bad-utf8", "action_ok:1", 10.0, (1, "action", "is not UTF-8")),
-    ("twice", "action_ok:1", 10.0, (1, None, "")),
+    # fault, when, timeout, (step, request type, words of the problem, the failure's code)
+    ("garbage", "init_ok:1", 10.0, (0, "init", "invalid JSON in response to init", "bad-reply")),
+    ("crash", "init_ok:1", 10.0, (0, "init", "exited (status 1) without answering", "crash")),
+    ("hang", "init_ok:1", 3.0, (0, "init", "no response within 3 s", "timeout")),
+    ("wrong-id", "reset_ok:1", 10.0, (0, "reset", "stale or stray response to reset", "protocol")),
+    ("garbage", "snapshot_ok:1", 10.0, (0, "snapshot", "invalid JSON in response to snapshot", "bad-reply")),
+    ("late", "action_ok:2", 3.0, (2, "action", "no response within 3 s", "timeout")),
+    ("partial-exit", "action_ok:1", 10.0, (1, "action", "in the middle of its response to action", "crash")),
+    ("bad-utf8", "action_ok:1", 10.0, (1, "action", "is not UTF-8", "bad-reply")),
+    ("twice", "action_ok:1", 10.0, (1, None, "", "protocol")),
 ]
 
 
 @pytest.mark.parametrize("fault, when, timeout, expected", SCENARIOS, ids=[f"{s[0]}@{s[1]}" for s in SCENARIOS])
 def test_a_port_failure_is_a_verdict_and_the_next_trace_is_fresh(port, fault, when, timeout, expected):
     command, state = port
-    step, request, words = expected
+    step, request, words, code = expected
     impl = Stdio(command(fault, when), timeout=timeout)
     checker = Checker(racy(), impl, check_properties=False)
     try:
@@ -282,6 +282,7 @@ def test_a_port_failure_is_a_verdict_and_the_next_trace_is_fresh(port, fault, wh
         d = bad[0].divergence
         failed = runs.index(bad[0])
         assert d.kind == "port" and d.step == step, d.describe()
+        assert d.failure == code and f"port failure ({code})" in d.describe(), d.describe()  # the code, not the text
         if request:
             assert f'"type": "{request}"' in d.detail, d.detail  # the request is named
         if fault == "twice":  # the second copy of the reply is either still buffered or read as the next reply

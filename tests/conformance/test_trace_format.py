@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 def test_document_names_every_schema_field():
     schema = json.loads((ROOT / "spec" / "schemas" / "trace.schema.json").read_text())
     doc = (ROOT / "spec" / "trace-format.md").read_text()
-    for part in ("header", "event"):
+    for part in ("header", "event", "observed_event"):
         for field in schema["$defs"][part]["properties"]:
             assert f"| `{field}` |" in doc, f"spec/trace-format.md does not document {part} field '{field}'"
     modes = schema["$defs"]["header"]["properties"]["generator"]["properties"]["mode"]["enum"]
