@@ -76,6 +76,7 @@ REJECTED = ("error", 13)
 DRIVERS: dict[str, str] = {
     "consumer-lists": "conq.conformance.consumer_lists.driver:ConsumerListsDriver",
     "recovery-deferral": "conq.conformance.recovery_deferral.driver:RecoveryDeferralDriver",
+    "ordered-consumption": "conq.conformance.ordered_consumption.driver:OrderedConsumptionDriver",
 }
 
 

@@ -113,6 +113,7 @@ class Catalogue:
 CATALOGUES: dict[str, str] = {
     "consumer-lists": "conq.conformance.consumer_lists.mutants:CATALOGUE",
     "recovery-deferral": "conq.conformance.recovery_deferral.mutants:CATALOGUE",
+    "ordered-consumption": "conq.conformance.ordered_consumption.mutants:CATALOGUE",
 }
 
 

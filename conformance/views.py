@@ -24,6 +24,7 @@ def _consumer_lists(model: Model) -> Model:
 #: model name -> wrapper giving its call-level view
 VIEWS = {"consumer-lists": _consumer_lists}
 VIEWS["recovery-deferral"] = lambda model: __import__("conq.conformance.recovery_deferral.calls", fromlist=["*"]).RecoveryDeferralCalls(model)
+VIEWS["ordered-consumption"] = lambda model: __import__("conq.conformance.ordered_consumption.calls", fromlist=["*"]).OrderedConsumptionCalls(model)
 
 
 def call_view(model: Model) -> Model:

@@ -129,6 +129,12 @@ class OrderedConsumptionModel(Model):
         "change_invisible": ("m",), "forward_to_dlq": ("m",), "abandon": ("m",), "expire": ("m",), "unlock": ("p",),
         "next_attempt_delay": ("m",), "drop_process_queue": ("p",), "create_process_queue": ("p",),
         "call_receive": ("th",), "call_ack": ("th", "m"), "call_change_invisible": ("th", "m"), "rpc": ("th",),
+        # the calls of the call-level view (conformance/ordered_consumption/calls.py), which name the
+        # server's answer or the listener's result; answer / result: the model's observation name
+        "route_answer": ("answer",), "send_answer": ("queue", "answer", "backoff"),
+        "receive_answer": ("p", "answer"), "listener_returns": ("m", "result"), "ack_answer": ("m", "answer"),
+        "change_invisible_answer": ("m", "answer"), "forward_to_dlq_answer": ("m", "answer"),
+        "simple_receive": ("answer",), "simple_ack": ("m", "answer"), "simple_change_invisible": ("m", "answer"),
     }
 
     @classmethod
