@@ -1001,7 +1001,7 @@ app.add_typer(upstream_app, name="upstream")
 def upstream_rocketmq_python(
     seeds: int = typer.Option(3, "--seeds", min=1, help="How many seeds (one run each)."),
     first_seed: int = typer.Option(0, "--first-seed", min=0, help="The first seed; seeds are consecutive."),
-    workload: str = typer.Option("faults", "--workload", help="all | standard | fifo | faults (all under seeded faults)."),
+    workload: str = typer.Option("faults", "--workload", help="all | standard | fifo | faults (all under seeded faults) | model-push-fifo[-dlq|-faults] (model-sized: also validated with conq validate)."),
     out_dir: Path = typer.Option(Path("reports/upstream-rocketmq-python"), "--out", help="Traces and the report go here."),
     max_seconds: float = typer.Option(120.0, "--max-seconds", min=1.0, help="Safety cap per run (a run that hits it is incomplete, exit 4)."),
     json_out: bool = JsonOpt,
@@ -1010,9 +1010,9 @@ def upstream_rocketmq_python(
     workloads, one trace per seed, the checks of the ordered-consumption claims; exit 1 on a divergence."""
 
     def body() -> int:
-        from conq.conformance.upstream_rocketmq.campaign import run_campaign
-        from conq.conformance.upstream_rocketmq.runner import CLIENT, CLIENT_VERSION
-        from conq.conformance.upstream_rocketmq.workloads import workload as named_workload
+        from conq.conformance.ordered_consumption.upstream.campaign import run_campaign
+        from conq.conformance.ordered_consumption.upstream.runner import CLIENT, CLIENT_VERSION
+        from conq.conformance.ordered_consumption.upstream.workloads import workload as named_workload
 
         try:
             w = named_workload(workload)
@@ -1024,7 +1024,7 @@ def upstream_rocketmq_python(
         rep = run_campaign(w, list(range(first_seed, first_seed + seeds)), out_dir, cap=max_seconds,
                            progress=lambda s: err.print(s, markup=False))
         out.print(f"{rep['client']}: {rep['runs']} seeds, {rep['rpc_total']} RPCs, {rep['faults_total']} faults injected, "
-                  f"{rep['listener_calls']} listener calls", markup=False)
+                  f"{rep['listener_calls']} listener calls; conq validate: {rep['validation']}", markup=False)
         for claim, d in rep["divergences"].items():
             s = d["smallest"]
             out.print(f"DIVERGENCE {claim} [{s['classification']}]: seeds {d['seeds']}; smallest: seed {s['seed']} {s['trace']} steps "

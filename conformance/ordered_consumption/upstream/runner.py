@@ -1,0 +1,500 @@
+"""Run a workload: the project's broker behind the gRPC face, the real client in a worker process.
+
+``run(workload, seed)``:
+
+1. creates the workload's topics and groups on a fresh ``Broker``, starts ``GrpcFront`` on
+   127.0.0.1 (port 0) with the workload's seeded ``FaultPlan`` and the ``Recorder`` around its servicer;
+2. starts ``python -m conq.conformance.ordered_consumption.upstream.worker`` with the job on stdin and reads its
+   events (listener calls, API calls) into the same recorder;
+3. waits, by *state*, for the end of the run: every send done and every subscribed group with nothing
+   unsettled on the broker and no settle RPC awaiting a retry -- or a *stall*: a settle the client
+   repeats ``STALL_REPEATS`` times after the broker answered it ``INVALID_RECEIPT_HANDLE`` (it can
+   never succeed).  Seconds are only a safety cap (``cap``) that marks the run ``incomplete``;
+4. tells the worker to stop, stops the face and the broker (no thread of ours is left; the worker
+   process has exited or is killed), and checks the recorded run (``check``).
+
+``check`` holds the observed run to the claims of the ordered-consumption model that can be judged
+from the wire and the listener (spec/ordered-consumption.md "Properties"; counts only):
+
+* ``nothing-lost``: every message the producer was told was sent is, for every subscribed group,
+  consumed successfully or dead-lettered;
+* ``dlq-only-always-failing``: the client dead-letters only messages the listener always fails (the
+  server's own dead-lettering at max attempts after expiries is noted, not counted);
+* ``consumed-at-most-max``: no consumption beyond the group's max attempts, counting as the model does
+  (a delivery's attempt plus the local re-consumptions of that delivery before it);
+* ``fifo-order``: in a FIFO group, the first successful consumptions of a message group's messages
+  come in send order;
+* ``fifo-one-in-consumption``: one FIFO consumer has at most one message of a message group in
+  consumption (from the listener call to the last settle request of that delivery);
+* ``no-retry-after-invalid-handle`` / ``no-stall``: a settle answered ``INVALID_RECEIPT_HANDLE`` is not
+  repeated with the same handle (DEV-020: the reference stops there);
+* ``producer-throttle-retried``: a send answered ``TOO_MANY_REQUESTS`` is retried after the server's
+  back-off (seed 001 Producer, 特别地);
+* ``txn-single-attempt``: a transactional message is sent with exactly one request (seed 001 Producer);
+* ``standard-settle-retried``: standard mode settles a delivery with one request (seed; DEV-006);
+* ``settle-with-received-handle``: every settle request carries a receipt handle the client received;
+* (noted, not a verdict: a ``shutdown()`` that did not return within the worker's cap.)
+
+Each finding is a ``Divergence`` with the claim, the evidence (the events, with their step numbers in
+the written trace) and the seed that reproduces the run.  A *model-sized* workload (``model_size``:
+the messages, queues and thresholds of a named configuration) is also validated against the model
+itself: ``observed.py`` writes its observed log and ``conq validate`` must accept it
+(``model-accepts-log``; a rejection carries the longest accepted prefix and what the model allowed).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from conq.conformance.ordered_consumption.upstream.recorder import Recorder
+from conq.conformance.ordered_consumption.upstream.workloads import Workload
+from conq.impl.ordered_consumption import Broker, FaultPlan, MessageType, RetryPolicy
+from conq.impl.ordered_consumption.grpc_front import GrpcFront
+
+__all__ = ["CLASSIFICATION", "CLIENT", "CLIENT_VERSION", "OBSERVED_MODEL", "SHUTDOWN_CAP", "STALL_REPEATS",
+           "Divergence", "RunResult", "check", "run"]
+
+CLIENT = "rocketmq-python-client"
+#: the header's model name of an observed trace (see ``run``)
+OBSERVED_MODEL = "ordered-consumption.observed"
+STALL_REPEATS = 3  # a settle repeated this often after INVALID_RECEIPT_HANDLE is a stall
+WORKER = "conq.conformance.ordered_consumption.upstream.worker"
+SHUTDOWN_CAP = 5.0  # seconds a client's shutdown() may take in the worker before it is reported stuck
+_SETTLES = ("AckMessage", "ChangeInvisibleDuration", "ForwardMessageToDeadLetterQueue")
+_FINAL = ("OK", "INVALID_RECEIPT_HANDLE", "MESSAGE_NOT_FOUND", "BAD_REQUEST")
+
+
+def _client_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(CLIENT)
+    except PackageNotFoundError:
+        return "not installed"
+
+
+CLIENT_VERSION = _client_version()
+
+
+#: how each claim's divergence is classified (issue 19: a bug in the upstream client, an upstream
+#: choice the seed leaves open or the project already records as a variant, or a gap in conq's model);
+#: the reasoning is in spec/ordered-consumption.md, "The upstream client".
+CLASSIFICATION = {
+    "no-retry-after-invalid-handle": "upstream bug (the seed's literal rule, model variant "
+                                     "push-fifo-settle-until-success, DEV-020)",
+    "consumed-at-most-max": "upstream bug (FIFO local attempts restart at 1 on every delivery instead of "
+                            "counting from its delivery attempt)",
+    "producer-throttle-retried": "upstream bug against seed 001 Producer; gap in conq's model (no claim that a "
+                                 "throttled send below max attempts is retried)",
+    "txn-single-attempt": "upstream variant (model config producer-upstream)",
+    "model-accepts-log": "conq validate rejected the observed log: see the failed event and the seed",
+    "settle-with-received-handle": "upstream bug (a failed change-invisible answer overwrites the message's receipt "
+                                   "handle with the answer's empty one; the retry can never succeed)",
+    "fifo-one-in-consumption": "upstream variant (model config push-fifo-upstream: no process-queue lock, the "
+                               "next message is consumed while the previous one's settle is still retried; DEV-022)",
+    "standard-settle-retried": "upstream variant (DEV-006: standard ack / change-invisible retried every second)",
+}
+
+
+@dataclass
+class Divergence:
+    claim: str
+    detail: str
+    evidence: list = field(default_factory=list)
+
+    @property
+    def classification(self) -> str:
+        return CLASSIFICATION.get(self.claim, "unclassified: to be investigated")
+
+    def as_dict(self) -> dict:
+        return {"claim": self.claim, "classification": self.classification, "detail": self.detail,
+                "evidence": self.evidence}
+
+
+@dataclass
+class RunResult:
+    workload: str
+    seed: int
+    recorder: Recorder
+    broker_stats: dict
+    dead_letters: dict
+    fault_answers: dict
+    worker_exit: int | None
+    worker_stderr: str
+    end: str  # "settled", "stall", "worker-exited", "incomplete"
+    divergences: list = field(default_factory=list)
+    notes: list = field(default_factory=list)
+    trace_path: str | None = None
+    validation: Any = None
+
+    @property
+    def rpc_counts(self) -> Counter:
+        return self.recorder.rpc_counts
+
+    def summary(self) -> dict:
+        return {"workload": self.workload, "seed": self.seed, "end": self.end, "worker_exit": self.worker_exit,
+                "rpcs": dict(sorted(self.rpc_counts.items())), "rpc_total": sum(self.rpc_counts.values()),
+                "faults_injected": sum(n for (_, k), n in self.fault_answers.items() if k != "ok"),
+                "listener_calls": sum(1 for e in self.recorder.events() if e.get("event") == "listener"),
+                "divergences": [d.as_dict() for d in self.divergences], "notes": list(self.notes),
+                "trace": self.trace_path, "validation": self.validation}
+
+
+def _setup(w: Workload) -> Broker:
+    b = Broker(name="conq-broker").start()
+    for t in w.topics:
+        mtype = MessageType.FIFO if t.fifo else MessageType.TRANSACTION if t.transactional else MessageType.NORMAL
+        b.create_topic(t.name, t.queues, message_type=mtype)
+    for g in w.groups:
+        b.create_consumer_group(g.name, fifo=g.fifo, retry_policy=RetryPolicy(g.max_attempts, durations=g.durations),
+                                assignment=g.assignment)
+    return b
+
+
+def job_of(w: Workload, endpoint: str, seed: int) -> dict:
+    return {"endpoint": endpoint, "seed": seed, "producers": list(w.producers), "push": list(w.push),
+            "simple": list(w.simple), "shutdown_cap": SHUTDOWN_CAP,
+            "produce_first": any(p.get("produce_first") for p in w.producers)}
+
+
+def _stall(rec: Recorder) -> list[dict]:
+    """Settle RPCs repeated with a handle the broker already answered INVALID_RECEIPT_HANDLE for."""
+    invalid: set = set()
+    repeats: list[dict] = []
+    for e in rec.rpcs():
+        if e["name"] not in _SETTLES:
+            continue
+        req = e["request"]
+        handles = [x["handle"] for x in req.get("entries", [])] or [req.get("handle")]
+        ids = [x["message_id"] for x in req.get("entries", [])] or [req.get("message_id")]
+        key = (e["name"], req.get("group"), tuple(handles), tuple(ids))
+        if key in invalid:
+            repeats.append(e)
+        st = e["answer"].get("status")
+        if st == "INVALID_RECEIPT_HANDLE":
+            invalid.add(key)
+    return repeats
+
+
+def _pending_settles(rec: Recorder, groups: set) -> int:
+    """Push consumers' messages whose last settle RPC got a retriable failure (the client retries it;
+    a simple consumer never does: its application got the error)."""
+    last: dict = {}
+    for e in rec.rpcs():
+        if e["name"] not in _SETTLES or e["request"].get("group") not in groups:
+            continue
+        req = e["request"]
+        ids = [x["message_id"] for x in req.get("entries", [])] or [req.get("message_id")]
+        st = e["answer"].get("grpc") or e["answer"].get("status")
+        for mid in ids:
+            last[(req.get("group"), mid)] = st
+    return sum(1 for st in last.values() if st not in _FINAL)
+
+
+def run(w: Workload, seed: int, *, out: str | Path | None = None, cap: float = 120.0,
+        python: str | None = None) -> RunResult:
+    """Run one workload with one seed (see the module docstring)."""
+    broker = _setup(w)
+    rec = Recorder()
+    plan = FaultPlan(seed=seed, rates=w.faults, max_delivery_faults=w.max_delivery_faults) if w.faults else None
+    front = GrpcFront(broker, plan=plan, auto_renew_invisible=w.auto_renew_invisible, servicer_wrapper=rec.wrap)
+    front.start()
+    err = tempfile.TemporaryFile(mode="w+b")
+    proc = None
+    reader = None
+    end = "incomplete"
+    flags = {"producers-done": False, "closed": False}
+    stats: dict = {}
+    dead: dict = {}
+    try:
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        proc = subprocess.Popen([python or sys.executable, "-m", WORKER],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, env=env, text=True)
+
+        def read() -> None:
+            for line in proc.stdout:
+                try:
+                    ev = json.loads(line)
+                except ValueError:
+                    continue
+                if ev.get("event") in flags:
+                    flags[ev["event"]] = True
+                rec.add(ev)
+
+        reader = threading.Thread(target=read, name="conq-upstream-reader")
+        reader.start()
+        proc.stdin.write(json.dumps(job_of(w, front.endpoint, seed)) + "\n")
+        proc.stdin.flush()
+        subs = w.subscriptions()
+        push_groups = {g for g, _, role in subs if role == "push"}
+        deadline = time.monotonic() + cap
+        while True:
+            if proc.poll() is not None:
+                end = "worker-exited"
+                break
+            if flags["producers-done"]:
+                if len(_stall(rec)) >= STALL_REPEATS:
+                    end = "stall"
+                    break
+                if all(broker.unsettled(g, t) == 0 for g, t, _ in subs) and _pending_settles(rec, push_groups) == 0:
+                    end = "settled"
+                    break
+            if time.monotonic() > deadline:
+                end = "incomplete"
+                break
+            time.sleep(0.02)
+        stats = {f"{g}/{t}": broker.group_stats(g, t) for g, t, _ in subs}
+        dead = {f"{g}/{t}": [(d.body.decode(), d.by, d.attempt) for d in broker.dead_letters(g, t)] for g, t, _ in subs}
+        if proc.poll() is None:
+            try:
+                proc.stdin.write("stop\n")
+                proc.stdin.flush()
+            except OSError:
+                pass
+    finally:
+        if proc is not None:
+            try:
+                # each client's shutdown() has SHUTDOWN_CAP seconds in the worker (then it is reported stuck)
+                proc.wait(timeout=10.0 + SHUTDOWN_CAP * (len(w.producers) + len(w.push) + len(w.simple)))
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+                end = end + "+worker-killed"
+            if proc.stdin:
+                try:
+                    proc.stdin.close()
+                except OSError:
+                    pass
+        if reader is not None:
+            reader.join()
+        if proc is not None and proc.stdout:
+            proc.stdout.close()
+        front.stop()
+        broker.stop()
+    err.seek(0)
+    stderr = err.read().decode("utf-8", "replace")
+    err.close()
+    result = RunResult(w.name, seed, rec, stats, dead,
+                       dict(front.channel.answers) if front.channel is not None else {},
+                       proc.returncode if proc is not None else None, stderr[-4000:], end)
+    result.divergences = check(w, result)
+    if out is not None:
+        path = Path(out) / f"{w.name}-seed{seed}.ndjson"
+        # The wire-level actions are not the model's, so the header names the unregistered model
+        # OBSERVED_MODEL (a reader takes the actions as they are); ``generator`` says which model the
+        # observations are of, and the observed run (client version, workload, how it ended).  The
+        # model's own observed log (``kind: observed``) is written for model-sized runs (below).
+        header = {"format": "conq-trace", "version": 1, "model": OBSERVED_MODEL, "config": {},
+                  "seed": seed, "generator": {"mode": "recorded", "view": "observed",
+                                              "of_model": "ordered-consumption",
+                                              "source": f"{CLIENT}=={CLIENT_VERSION}", "end": end,
+                                              "workload": w.describe()}}
+        rec.write(path, header)
+        result.trace_path = str(path)
+        if w.model_size is not None:
+            from conq.conformance.ordered_consumption.upstream.observed import validate_run
+
+            try:
+                result.validation = validate_run(rec.events(), w.model_size,
+                                                 Path(out) / f"{w.name}-seed{seed}.observed.ndjson")
+            except Exception as e:  # noqa: BLE001 - a validator that cannot read the log is reported
+                result.validation = {"status": "error", "why": f"{type(e).__name__}: {e}"}
+            if result.validation["status"] == "rejected":
+                f = result.validation["failed"] or {}
+                result.divergences.append(Divergence(
+                    "model-accepts-log", f"conq validate rejected the observed log {result.validation['log']} "
+                    f"after {result.validation['accepted']} of {result.validation['events']} events; failed: {f}; "
+                    f"the model allowed next: {result.validation['allowed']}"))
+        else:
+            result.validation = {"status": "not model-sized", "why": "checked by the runner's claims only"}
+    return result
+
+
+# ---------------------------------------------------------------------------------------------- checks
+def check(w: Workload, r: RunResult) -> list[Divergence]:
+    events = r.recorder.events()
+    step = {id(e): i for i, e in enumerate(events, 1)}
+    out: list[Divergence] = []
+    sends = [e for e in events if e.get("event") == "api" and e.get("call") == "send"]
+    sent = defaultdict(list)  # topic -> bodies in send order (successful sends)
+    for e in sends:
+        if e.get("result") == "ok":
+            sent[e["topic"]].append(e["body"])
+    listener = [e for e in events if e.get("event") == "listener"]
+    by_group = defaultdict(list)
+    for e in listener:
+        by_group[e["group"]].append(e)
+    simple_ok = defaultdict(set)
+    simple_client_group = {c["name"]: c["group"] for c in w.simple}
+    for e in events:
+        # the application decided to ack (an ack whose answer was lost is applied all the same; one
+        # that was not applied leaves the message to be redelivered and acked again)
+        if e.get("event") == "api" and e.get("call") == "ack":
+            simple_ok[simple_client_group.get(e["client"])].add(e["body"])
+    fail_spec = {c["group"]: c.get("fail", {}) for c in (*w.push, *w.simple)}
+
+    if r.end.startswith("incomplete"):
+        # a safety cap is not a verdict (exit 4 in the CLI): say what was left, count nothing
+        r.notes.append(f"incomplete: the run did not end within the safety cap; broker: {r.broker_stats}")
+    for g, t, role in w.subscriptions():
+        dead = {b for b, _, _ in r.dead_letters.get(f"{g}/{t}", [])}
+        ok = {e["body"] for e in by_group[g] if e["result"] == "success"} if role == "push" else simple_ok[g]
+        always = set(fail_spec.get(g, {}).get("always", ()))
+        lost = [b for b in sent[t] if b not in ok and b not in dead]
+        if lost and r.end == "settled":
+            out.append(Divergence("nothing-lost", f"{g}: sent but neither consumed nor dead-lettered: {lost}"))
+        # The client dead-lettering a message its listener accepts is the client's doing; the server
+        # dead-lettering one (its invisible time ran out at max attempts: lost receives, expiries while
+        # the client retried a settle -- the face does not auto-renew) is explained by the server's
+        # events and noted, not counted against the client.
+        by_client = sorted(b for b, by, _ in r.dead_letters.get(f"{g}/{t}", []) if by == "client" and b not in always)
+        by_server = sorted(b for b, by, _ in r.dead_letters.get(f"{g}/{t}", []) if by == "server" and b not in always)
+        if by_client:
+            out.append(Divergence("dlq-only-always-failing", f"{g}: the client dead-lettered messages its listener "
+                                  f"accepts: {by_client}"))
+        if by_server:
+            r.notes.append(f"{g}: the server dead-lettered accepted messages at max attempts after expiries or "
+                           f"lost receives: {by_server}")
+        if role != "push":
+            continue
+        # the model's attempt of a consumption: the delivery's attempt plus the local re-consumptions of
+        # that delivery before it (spec "Actions": consume(m)); it never exceeds max attempts
+        maxa = w.group(g).max_attempts
+        handle_of = _handles(r, events)
+        per_delivery: Counter = Counter()
+        over = []
+        for e in by_group[g]:
+            h = handle_of.get((e["client"], e["message_id"], e["attempt"]), (e["message_id"], e["attempt"]))
+            per_delivery[(e["client"], h)] += 1
+            if e["attempt"] + per_delivery[(e["client"], h)] - 1 > maxa:
+                over.append(e)
+        if over:
+            out.append(Divergence("consumed-at-most-max", f"{g}: consumptions beyond max attempts {maxa} (delivery attempt "
+                                  f"+ local re-consumptions): {sorted({e['body'] for e in over})}",
+                                  [step[id(e)] for e in over[:20]]))
+        if w.group(g).fifo:
+            first: dict = {}
+            for e in by_group[g]:
+                if e["result"] == "success" and e["body"] not in first:
+                    first[e["body"]] = e
+            for mg in sorted({e.get("message_group") for e in by_group[g]} - {None}):
+                order = [b for b in sent[t] if b in first and first[b].get("message_group") == mg]
+                seen = sorted(order, key=lambda b: first[b]["t_ns"])
+                if seen != order:
+                    out.append(Divergence("fifo-order", f"{g}/{mg}: first successful consumptions {seen}, "
+                                          f"send order {order}", [step[id(first[b])] for b in seen]))
+    out += _fifo_one_in_consumption(w, r, events, step)
+    # a settle request must carry the receipt handle of a delivery the client received
+    empty = [e for e in r.recorder.rpcs() if e["name"] in _SETTLES
+             and "" in ([x["handle"] for x in e["request"].get("entries", [])] or [e["request"]["handle"]])]
+    if empty:
+        out.append(Divergence("settle-with-received-handle",
+                              f"{len(empty)} settle request(s) sent with an empty receipt handle "
+                              f"({Counter(e['name'] for e in empty)})", [step[id(e)] for e in empty[:10]]))
+    # DEV-006: in standard mode the seed (and the reference) makes one ack / change-invisible call per
+    # delivery; a second call for the same receipt handle is the client retrying it
+    standard = {c["group"] for c in w.push if not w.group(c["group"]).fifo}
+    per_handle = defaultdict(list)
+    for e in r.recorder.rpcs():
+        if e["name"] in ("AckMessage", "ChangeInvisibleDuration") and e["request"]["group"] in standard:
+            req = e["request"]
+            for h in [x["handle"] for x in req.get("entries", [])] or [req["handle"]]:
+                if h:
+                    per_handle[(req["group"], h)].append(e)
+    retried = {k: es for k, es in per_handle.items() if len(es) > 1}
+    if retried:
+        out.append(Divergence("standard-settle-retried", f"{len(retried)} standard-mode deliveries settled with more "
+                              f"than one request ({sum(len(x) for x in retried.values())} requests)",
+                              [step[id(e)] for es in list(retried.values())[:3] for e in es]))
+    stall = _stall(r.recorder)
+    if stall:
+        out.append(Divergence(
+            "no-retry-after-invalid-handle",
+            f"{len(stall)} settle RPC(s) repeated with a receipt handle already answered INVALID_RECEIPT_HANDLE "
+            f"({Counter(e['name'] for e in stall)}); the repeat can never succeed",
+            [step[id(e)] for e in stall[:10]]))
+    sends_rpc = r.recorder.rpcs("SendMessage")
+    throttled = [e for e in sends_rpc if e["answer"].get("status") == "TOO_MANY_REQUESTS"]
+    for e in throttled:
+        mid = e["request"]["messages"][0]["message_id"]
+        later = [x for x in sends_rpc if x["t_ns"] > e["t_ns"] and x["request"]["messages"][0]["message_id"] == mid]
+        if not later:
+            out.append(Divergence("producer-throttle-retried", f"send of {mid} answered TOO_MANY_REQUESTS and never "
+                                  "retried", [step[id(e)]]))
+    txn_sends = defaultdict(list)
+    for e in sends_rpc:
+        for m in e["request"]["messages"]:
+            if m["type"] == "TRANSACTION":
+                txn_sends[m["message_id"]].append(e)
+    for mid, es in sorted(txn_sends.items()):
+        if len(es) > 1:
+            out.append(Divergence("txn-single-attempt", f"transactional message {mid} sent {len(es)} times "
+                                  "(seed 001 Producer: exactly one attempt)", [step[id(e)] for e in es]))
+    for e in events:
+        # a shutdown() that did not return within the worker's cap is a wall-clock observation, so it
+        # is noted, never a verdict (the settle loop behind it is counted above)
+        if e.get("event") == "api" and e.get("call") == "shutdown" and e.get("result") != "ok":
+            r.notes.append(f"{e['client']}: shutdown() {e.get('result') or e.get('error')} (step {step[id(e)]}, "
+                           f"cap {SHUTDOWN_CAP:g} s)")
+    return out
+
+
+def _handles(r: RunResult, events: list) -> dict:
+    """(worker client name, message id, delivery attempt) -> the receipt handle of that delivery."""
+    names = {e["client_id"]: e["client"] for e in events
+             if e.get("event") == "api" and e.get("call") == "startup" and e.get("client_id")}
+    out: dict = {}
+    for e in r.recorder.rpcs("ReceiveMessage"):
+        for m in e["answer"].get("messages") or ():
+            out[(names.get(e["client_id"]), m["message_id"], m["attempt"])] = m["handle"]
+    return out
+
+
+def _fifo_one_in_consumption(w: Workload, r: RunResult, events: list, step: dict) -> list[Divergence]:
+    """Model claim ``fifo-one-in-consumption``: within one FIFO consumer, a message group has at most
+    one message in consumption.  A delivery (one receipt handle) is in consumption from its first
+    listener call to the last settle request that carries its handle (a settle loop that never ends
+    keeps it in consumption to the end of the trace)."""
+    fifo_groups = {c["group"] for c in w.push if w.group(c["group"]).fifo}
+    names = {e["client_id"]: e["client"] for e in events
+             if e.get("event") == "api" and e.get("call") == "startup" and e.get("client_id")}
+    handle_of: dict = {}  # (client, message id, attempt) -> handle of that delivery
+    settle_end: dict = defaultdict(int)  # handle -> t_ns of its last settle request
+    for e in r.recorder.rpcs():
+        client = names.get(e["client_id"])
+        if e["name"] == "ReceiveMessage":
+            for m in e["answer"].get("messages") or ():
+                handle_of[(client, m["message_id"], m["attempt"])] = m["handle"]
+        elif e["name"] in ("AckMessage", "ForwardMessageToDeadLetterQueue", "ChangeInvisibleDuration"):
+            req = e["request"]
+            for h in [x["handle"] for x in req.get("entries", [])] or [req["handle"]]:
+                settle_end[h] = max(settle_end[h], e["t_ns"])
+    spans: dict = defaultdict(dict)  # (client, group, message group) -> handle -> [start, end, first event]
+    for e in events:
+        if e.get("event") != "listener" or e["group"] not in fifo_groups:
+            continue
+        h = handle_of.get((e["client"], e["message_id"], e["attempt"]), f"?{e['message_id']}/{e['attempt']}")
+        sp = spans[(e["client"], e["group"], e.get("message_group"))].setdefault(h, [e["start_ns"], e["t_ns"], e])
+        sp[1] = max(sp[1], e["t_ns"], settle_end.get(h, 0))
+    out = []
+    for (client, group, mg), by_handle in sorted(spans.items(), key=lambda kv: str(kv[0])):
+        ordered = sorted(by_handle.values(), key=lambda x: x[0])
+        for a, b in zip(ordered, ordered[1:]):
+            if b[0] < a[1]:
+                out.append(Divergence(
+                    "fifo-one-in-consumption",
+                    f"{client}/{group}/{mg}: {b[2]['body']} (attempt {b[2]['attempt']}) reached the listener while "
+                    f"{a[2]['body']} (attempt {a[2]['attempt']}) was still in consumption (its settle not done)",
+                    [step[id(a[2])], step[id(b[2])]]))
+                break
+    return out

@@ -1,0 +1,196 @@
+"""Workloads for the upstream RocketMQ Python client: what the broker holds, what the clients do.
+
+A ``Workload`` names the broker's topics and consumer groups (created on the project's broker before
+the face starts), the clients the worker process runs (``worker.py``), the listener's decisions (which
+bodies fail: ``always``, the first ``first`` calls of ``flaky`` ones, or a seeded ``rate_permille``)
+and the seeded fault plan (``faults.FaultPlan`` rates per RPC of the broker core).  Counts, never
+durations, decide a verdict: how many messages, which fail, the fault probabilities.
+
+Named workloads (``WORKLOADS``):
+
+``standard``  producer -> topic T (2 queues); push consumer (standard, shared assignment) in group
+              PS: one flaky body (fails once, redelivered with attempt 2), one always failing body
+              (the server dead-letters it at max attempts); simple consumer in group SC: one flaky body.
+``fifo``      producer -> FIFO topic F (2 queues), two message groups; push consumer in FIFO group PF:
+              one flaky body (local re-consumption), one always failing body (forwarded to the DLQ by
+              the client); two push consumers sharing FIFO group PF2 (order across consumers rests on
+              the server's gate).
+``all``       both in one run (one worker process).
+``faults``    ``all`` under seeded faults on send, receive, ack, change-invisible, DLQ forward and
+              assignment queries (``FAULT_RATES``): lost answers, timeouts, unavailability, throttling,
+              internal errors, invalid or expired receipt handles.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+
+__all__ = ["FAULT_RATES", "WORKLOADS", "GroupSpec", "TopicSpec", "Workload", "fifo_part", "merge", "standard_part",
+           "workload"]
+
+
+@dataclass(frozen=True)
+class TopicSpec:
+    name: str
+    queues: int = 2
+    fifo: bool = False
+    transactional: bool = False
+
+
+@dataclass(frozen=True)
+class GroupSpec:
+    name: str
+    fifo: bool = False
+    max_attempts: int = 3
+    durations: tuple = (0.0,)  # retry-policy delays (seconds; the client reads whole seconds)
+    assignment: str = "shared"
+
+
+@dataclass(frozen=True)
+class ModelSize:
+    """A workload the model can hold: its named configuration, the bodies in the model's message
+    order, the consumer group whose run is validated (``observed.py``)."""
+
+    config_name: str
+    bodies: tuple
+    group: str
+
+
+@dataclass(frozen=True)
+class Workload:
+    name: str
+    topics: tuple
+    groups: tuple
+    producers: tuple = ()
+    push: tuple = ()
+    simple: tuple = ()
+    faults: dict = field(default_factory=dict)
+    max_delivery_faults: int | None = 1
+    # Long enough that no invisible time runs out in a fault-free run on a loaded machine (the face does
+    # not auto-renew); the ``faults`` workload shortens it so that lost receives come back soon.
+    auto_renew_invisible: float = 30.0
+    model_size: ModelSize | None = None
+
+    def group(self, name: str) -> GroupSpec:
+        return next(g for g in self.groups if g.name == name)
+
+    def subscriptions(self) -> list[tuple[str, str, str]]:
+        """(consumer group, topic, role) of every consumer."""
+        out = []
+        for c in self.push:
+            out += [(c["group"], t, "push") for t in c["topics"]]
+        for c in self.simple:
+            out += [(c["group"], t, "simple") for t in c["topics"]]
+        return sorted(set(out))
+
+    def describe(self) -> dict:
+        """The workload as a JSON value for a trace header (no floats: per-mille and milliseconds)."""
+        return {
+            "workload": self.name,
+            "topics": [[t.name, t.queues, "fifo" if t.fifo else "transaction" if t.transactional else "normal"]
+                       for t in self.topics],
+            "groups": [[g.name, g.fifo, g.max_attempts, [int(d * 1000) for d in g.durations], g.assignment]
+                       for g in self.groups],
+            "producers": [[p["name"], len(p["messages"])] for p in self.producers],
+            "push": [[c["name"], c["group"], c["topics"]] for c in self.push],
+            "simple": [[c["name"], c["group"], c["topics"]] for c in self.simple],
+            "faults_permille": {rpc: {k: int(round(p * 1000)) for k, p in kinds.items()}
+                                for rpc, kinds in sorted(self.faults.items())},
+            "max_delivery_faults": self.max_delivery_faults,
+            "auto_renew_invisible_ms": int(self.auto_renew_invisible * 1000),
+        }
+
+
+def standard_part(n: int = 6, invisible: int = 30) -> dict:
+    bodies = [f"T-{i}" for i in range(n)]
+    return {
+        "topics": (TopicSpec("T", 2),),
+        "groups": (GroupSpec("PS", max_attempts=3), GroupSpec("SC", max_attempts=3)),
+        "producers": ({"name": "p-std", "topics": ["T"], "messages": [{"topic": "T", "body": b} for b in bodies]},),
+        "push": ({"name": "c-std", "group": "PS", "topics": ["T"], "threads": 4,
+                  "fail": {"flaky": ["T-1"], "first": 1, "always": ["T-4"]}},),
+        "simple": ({"name": "s-1", "group": "SC", "topics": ["T"], "batch": 4, "invisible": invisible, "await": 1,
+                    "fail": {"flaky": ["T-2"], "first": 1}},),
+    }
+
+
+def fifo_part(per_group: int = 4) -> dict:
+    msgs = [{"topic": "F", "body": f"F-g{g}-{i}", "group": f"g{g}"} for i in range(per_group) for g in range(2)]
+    return {
+        "topics": (TopicSpec("F", 2, fifo=True),),
+        "groups": (GroupSpec("PF", fifo=True, max_attempts=2), GroupSpec("PF2", fifo=True, max_attempts=2)),
+        "producers": ({"name": "p-fifo", "topics": ["F"], "messages": msgs},),
+        "push": ({"name": "c-fifo", "group": "PF", "topics": ["F"], "threads": 4,
+                  "fail": {"flaky": ["F-g0-1"], "first": 1, "always": ["F-g1-2"]}},
+                 {"name": "c-fifo2a", "group": "PF2", "topics": ["F"], "threads": 2},
+                 {"name": "c-fifo2b", "group": "PF2", "topics": ["F"], "threads": 2}),
+        "simple": (),
+    }
+
+
+def merge(*parts: dict) -> dict:
+    out: dict = {"topics": (), "groups": (), "producers": (), "push": (), "simple": ()}
+    for p in parts:
+        for k in out:
+            out[k] = out[k] + tuple(p[k])
+    return out
+
+
+#: the seeded fault plan of the ``faults`` workload (probabilities per RPC of the broker core)
+FAULT_RATES = {
+    "send_message": {"unavailable": 0.04, "lost": 0.05, "internal": 0.04},
+    "receive_message": {"unavailable": 0.03, "lost": 0.03, "throttled": 0.03, "internal": 0.03},
+    "ack_message": {"lost": 0.06, "invalid-handle": 0.05, "internal": 0.05, "unavailable": 0.03},
+    "change_invisible_duration": {"lost": 0.05, "invalid-handle": 0.05, "internal": 0.05},
+    "forward_to_dlq": {"lost": 0.1, "internal": 0.1},
+    "query_assignment": {"internal": 0.05},
+}
+
+WORKLOADS: dict[str, Workload] = {
+    "standard": Workload("standard", **standard_part()),
+    "fifo": Workload("fifo", **fifo_part()),
+    "all": Workload("all", **merge(standard_part(), fifo_part())),
+}
+def _group_on_queue(queue: int, queues: int) -> str:
+    """A message-group name the face sends to ``queue`` (the proxy's hash, grpc_front._pick_queue)."""
+    return next(g for g in (f"g{i}" for i in range(1000))
+                if int.from_bytes(hashlib.sha256(g.encode()).digest()[:8], "big") % queues == queue)
+
+
+def model_push_fifo(name: str, fail: dict, faults: dict | None = None) -> Workload:
+    """The consumer side of configuration ``push-fifo-upstream``: messages A (1 byte) and B (2 bytes)
+    of one message group on queue 0 of 2, already on the server when the consumer starts; cache
+    thresholds 4 messages / 4 bytes, max attempts 2, re-consumption at once (no retry delay)."""
+    g = _group_on_queue(0, 2)
+    return Workload(
+        name, topics=(TopicSpec("M", 2, fifo=True),),
+        groups=(GroupSpec("MF", fifo=True, max_attempts=2, durations=(0.0,)),),
+        producers=({"name": "p-model", "topics": ["M"], "produce_first": True,
+                    "messages": [{"topic": "M", "body": "A", "group": g}, {"topic": "M", "body": "BB", "group": g}]},),
+        push=({"name": "c-model", "group": "MF", "topics": ["M"], "threads": 2, "max_cache_count": 4,
+               "max_cache_bytes": 4, "fail": fail},),
+        faults=faults or {}, max_delivery_faults=None,
+        model_size=ModelSize("push-fifo-upstream", ("A", "BB"), "MF"))
+
+
+#: server faults the configuration push-fifo-upstream has (``server_faults``: lost answers, errors,
+#: throttling; no expiry while held, so no invalid-handle faults)
+MODEL_FAULT_RATES = {
+    "ack_message": {"lost": 0.2, "internal": 0.2},
+    "forward_to_dlq": {"lost": 0.2, "internal": 0.2},
+    "receive_message": {"internal": 0.2, "throttled": 0.1},
+}
+
+WORKLOADS["model-push-fifo"] = model_push_fifo("model-push-fifo", {})
+WORKLOADS["model-push-fifo-dlq"] = model_push_fifo("model-push-fifo-dlq", {"always": ["BB"]})
+WORKLOADS["model-push-fifo-faults"] = model_push_fifo("model-push-fifo-faults", {"always": ["BB"]}, MODEL_FAULT_RATES)
+WORKLOADS["faults"] = Workload("faults", **merge(standard_part(invisible=2), fifo_part()), faults=FAULT_RATES,
+                                auto_renew_invisible=2.0)
+
+
+def workload(name: str) -> Workload:
+    try:
+        return WORKLOADS[name]
+    except KeyError:
+        raise ValueError(f"unknown workload {name!r} (known: {', '.join(sorted(WORKLOADS))})") from None
