@@ -23,7 +23,7 @@ from typing import Any
 
 from conq.conformance.mutation import Budget, Catalogue, Clock, Detection, Mutant
 from conq.conformance.mutation import run_catalog as _run_catalog
-from conq.impl.ordered_consumption.process_queue import ProcessQueue
+from conq.impl.ordered_consumption.process_queue import HeldMessages, ProcessQueue
 from conq.impl.ordered_consumption.producer import Producer
 from conq.impl.ordered_consumption.protocol import RpcError
 from conq.impl.ordered_consumption.push_consumer import PushConsumer
@@ -142,7 +142,7 @@ def _fifo_never_dlq(self, m):
 def _no_signal_after_unlock(self, pq, e):
     """顺序 step 9: the process queue is unlocked but the dispatcher is not signalled (a lost wake-up:
     a message cached meanwhile waits until the next receive signals).  ``PushConsumer._fifo_task``
-    as of issue 14, without its last line."""
+    without its last line."""
     m = e.message
     try:
         remembered = pq.recall(m)
@@ -161,6 +161,7 @@ def _no_signal_after_unlock(self, pq, e):
             pq.remember(m, outcome, attempt)
     finally:
         pq.erase(e)
+        self._let_go(pq, e)
         pq.unlock()
 
 
@@ -175,13 +176,22 @@ def _keeps_stale_process_queue(self):
     added = []
     with self._lock:
         for mq in sorted(assigned - set(self._pqs), key=lambda m: (m.topic, m.queue_id)):
-            pq = ProcessQueue(mq, self._closing.child(f"pq {mq}"), sched=self._sched, memo=getattr(self, "_memo", None))
+            pq = ProcessQueue(mq, self._closing.child(f"pq {mq}"), sched=self._sched, memo=getattr(self, "_memo", None),
+                              held=getattr(self, "_held", None))
             self._pqs[mq] = pq
             added.append(pq)
         for pq in added:
             self._threads.append(self._sched.spawn(lambda pq=pq: self._receive_loop(pq),
                                                    f"oc-receive-{self.client_id}-{pq.mq.queue_id}"))
     return [pq.mq for pq in added], []
+
+
+# -- push consumer: one copy in consumption at a time (C6) ----------------------------------------------------
+def _never_waits(self, message_id, pq, e):
+    """C6 undone: a redelivery is cached as pending at once, although an earlier copy of the message
+    is still in consumption or settlement (the reference's dispatch before issue 14's fix): the
+    dispatcher hands it to a second worker and the message is consumed / settled twice at once."""
+    return False
 
 
 # -- simple consumer ------------------------------------------------------------------------------------------
@@ -229,6 +239,14 @@ MUTANTS: dict[str, Mutant] = {m.name: m for m in [
            ((SimpleConsumer, "ack", _simple_ack_retries),)),
 ]}
 
+#: Bugs that show only where invisible time runs out while the client holds a message, which the
+#: engines' configurations (``TRACE_CONFIGS``) leave out: not in the kill matrix; the conformance tests
+#: replay their counterexample on the model's reference configuration (``mutant_driver`` takes them).
+VARIANTS: dict[str, Mutant] = {m.name: m for m in [
+    Mutant("redelivery-overtakes-settlement", "a redelivery is consumed while the previous copy is still consumed "
+           "or settled", "push", ((HeldMessages, "wait_behind", _never_waits),)),
+]}
+
 #: the requirements (spec/requirements/*.toml) each mutant breaks
 REQUIREMENTS: dict[str, tuple[str, ...]] = {
     "producer-no-rotation": ("PROD-004", "PROD-007"),
@@ -256,10 +274,11 @@ def _driver_cls() -> type:
 
 def mutant_driver(name: str) -> type:
     """The reference driver with mutant ``name`` applied while a driver is open."""
-    if name not in MUTANTS:
-        raise ValueError(f"no mutant {name!r} (known: {', '.join(MUTANTS)})")
+    known = {**MUTANTS, **VARIANTS}
+    if name not in known:
+        raise ValueError(f"no mutant {name!r} (known: {', '.join(known)})")
     base = _driver_cls()
-    mutant = MUTANTS[name]
+    mutant = known[name]
 
     class MutantDriver(base):  # type: ignore[misc, valid-type]
         def __init__(self, config: dict, seed: int):
@@ -389,4 +408,4 @@ def run_catalog(names: list[str] | None = None, engines: list[str] | None = None
     return _run_catalog(CATALOGUE, names, engines, budget=budget, first_kill=first_kill, on_cell=on_cell)
 
 
-__all__ = ["CATALOGUE", "ENGINES", "MUTANTS", "REQUIREMENTS", "TRACE_CONFIGS", "mutant_driver", "run_catalog"]
+__all__ = ["CATALOGUE", "ENGINES", "MUTANTS", "REQUIREMENTS", "TRACE_CONFIGS", "VARIANTS", "mutant_driver", "run_catalog"]

@@ -10,6 +10,19 @@ messages (cached, not yet taken by the dispatcher) and *in-flight* messages (tak
 * ``cache(messages)``: pending, in offset order.  A message that is already pending (a redelivery that
   overtook the consumption of its previous delivery) is not cached twice: the pending entry takes the
   new delivery's handle and attempt (the old handle is invalid anyway).
+* A redelivery of a message whose earlier copy is still in consumption or settlement (taken and not
+  yet let go: the listener, FIFO's retry delay, the ack / change-invisible / DLQ call) *waits behind
+  that copy*: it is cached (it counts against the cache limits) but cannot be taken until the copy is
+  let go (``let_go``), which moves it to the pending messages of its process queue and returns that
+  queue so that the consumer signals its dispatcher.  Otherwise one message would be in consumption
+  twice at once: standard mode erases a message once consumed (seed 普通 step 3) but still settles it,
+  and a FIFO redelivery after a rebalance reaches a new process queue with a lock of its own.  The
+  copies in consumption are a ``HeldMessages`` table that belongs to the **consumer** (shared by all
+  its process queues, like the outcome memo), so the wait survives a rebalance: a redelivery cached
+  by the process queue created when the message queue is given back still waits for the copy that
+  the dropped one is settling.  A newer delivery of a message already waiting replaces it (as for a
+  pending one); a waiting redelivery is discarded with its process queue on ``drop()``.  (The model's
+  ``pending`` delivery: model/ordered_consumption/model.py ``_cache`` / ``_let_go``.)
 * Cache limits (seed "检查客户端本地缓存的消息是否超出限制"; upstream ``isCacheFull`` and
   ``getReceptionBatchSize``): the cache is full when it holds at least ``count_threshold`` messages or
   ``bytes_threshold`` body bytes (pending + in flight); the next receive asks for
@@ -43,15 +56,23 @@ messages (cached, not yet taken by the dispatcher) and *in-flight* messages (tak
 Concurrency argument
 --------------------
 One lock (``lock``, condition ``cond``) protects every field: pending heap and index, in-flight set,
-counters, high-water marks, lock flag and dropped flag (the memo has its own lock, below).  The
+counters, high-water marks, lock flag and dropped flag (the memo and the held-messages table have
+their own locks, below).  The
 receive loop (the only thread that caches into this queue), the dispatcher and the consumption
 workers all go through the methods below, each one critical section; none of them calls out (no RPC,
 no listener, no other lock but the memo's) while holding ``lock``.  ``cond`` is notified on every
 erase and on drop, which is what a receive loop waiting for room waits for (no polling).  Lock
 order: process-queue lock -> the consumer's table lock (read by the receive loop for the thresholds)
 -> clock / cancel internals; and process-queue lock -> the memo's lock (``OutcomeMemo.lock``, a
-leaf: pruning runs under the process queue's lock, and the memo never calls out).  Nothing else is
-taken under it.
+leaf: pruning runs under the process queue's lock, and the memo never calls out); and process-queue
+lock -> ``HeldMessages.lock`` (a leaf: ``cache`` asks it, under the queue's lock, whether a copy is
+held and records the waiting redelivery in one critical section of the table, and ``_pop_locked``
+records the copy it takes).  ``let_go`` takes the table's lock alone, then the lock of the queue the
+waiting redelivery is in, never both at once.  Why a waiting redelivery is never forgotten: the check
+"held?" and the record "waiting behind it" are one critical section of the table, and so are "release
+the copy" and "hand over what waits behind it"; so a redelivery cached concurrently with the copy's
+release either sees the copy held (and is handed over by that release) or sees it released (and is
+pending at once).  Nothing else is taken under it.
 """
 
 from __future__ import annotations
@@ -64,7 +85,7 @@ from conq.impl.ordered_consumption.clock import Cancel
 from conq.impl.ordered_consumption.protocol import MessageQueue, ReceivedMessage
 from conq.impl.scheduling import REAL
 
-__all__ = ["MEMO_LIMIT", "Entry", "OutcomeMemo", "ProcessQueue"]
+__all__ = ["MEMO_LIMIT", "Entry", "HeldMessages", "OutcomeMemo", "ProcessQueue"]
 
 MEMO_LIMIT = 4096
 
@@ -78,7 +99,9 @@ class Entry:
         self.message = message
         self.size = len(message.body)
         self.seq = seq  # tie-break in the heap: two deliveries of one offset, older first
-        self.state = "pending"  # pending -> inflight -> erased, or pending -> discarded
+        # pending -> inflight -> erased; pending -> discarded; waiting -> pending (its copy let go) or
+        # waiting -> discarded (its process queue dropped)
+        self.state = "pending"
 
     def __repr__(self) -> str:
         return f"Entry({self.message.message_id}, attempt={self.message.delivery_attempt}, {self.state})"
@@ -147,11 +170,47 @@ class OutcomeMemo:
             return {k: (o, g, off, a) for k, (o, g, q, off, a) in self._entries.items() if q == mq}
 
 
+class HeldMessages:
+    """The messages a consumer holds -- taken for consumption and not yet let go -- by message id,
+    and for each the redelivery (its entry and process queue) waiting behind it; shared by the
+    consumer's process queues (see the module docstring).  ``lock`` is a leaf."""
+
+    def __init__(self, *, sched: Any = REAL) -> None:
+        self.lock = sched.lock("held-messages")
+        self._held: dict[str, Entry] = {}
+        self._waiting: dict[str, tuple[ProcessQueue, Entry]] = {}
+
+    def __len__(self) -> int:
+        with self.lock:
+            return len(self._held)
+
+    def hold(self, e: Entry) -> None:
+        with self.lock:
+            self._held[e.message.message_id] = e
+
+    def wait_behind(self, message_id: str, pq: ProcessQueue, e: Entry) -> bool:
+        """If a copy of the message is held, record ``e`` (in ``pq``) as waiting behind it: True."""
+        with self.lock:
+            if message_id not in self._held:
+                return False
+            self._waiting[message_id] = (pq, e)
+            return True
+
+    def release(self, e: Entry) -> tuple[ProcessQueue, Entry] | None:
+        """``e`` is let go: what waited behind it (if ``e`` was the copy held)."""
+        mid = e.message.message_id
+        with self.lock:
+            if self._held.get(mid) is not e:
+                return None
+            del self._held[mid]
+            return self._waiting.pop(mid, None)
+
+
 class ProcessQueue:
     """See the module docstring."""
 
     def __init__(self, mq: MessageQueue, cancel: Cancel, *, sched: Any = REAL,
-                 memo: OutcomeMemo | None = None) -> None:
+                 memo: OutcomeMemo | None = None, held: HeldMessages | None = None) -> None:
         self.mq = mq
         self.cancel = cancel  # cancelled on drop / consumer shutdown: ends long polls and back-offs
         self.lock = sched.lock(f"pq {mq}")
@@ -167,6 +226,8 @@ class ProcessQueue:
         # the consumer's shared memo, or one of its own (cleared on drop: the per-queue variant)
         self._owns_memo = memo is None
         self.outcomes: OutcomeMemo = memo if memo is not None else OutcomeMemo(sched=sched)
+        # the consumer's table of messages in consumption, or one of its own (a queue built alone)
+        self.held: HeldMessages = held if held is not None else HeldMessages(sched=sched)
         self.received = 0
         self.full_waits = 0
         self._seq = 0
@@ -185,8 +246,9 @@ class ProcessQueue:
             return min(max(count_threshold - self.count, 1), server_batch)
 
     def cache(self, messages: list[ReceivedMessage]) -> int:
-        """Cache received messages; returns how many new entries (0 if dropped)."""
-        added = 0
+        """Cache received messages; returns how many were taken in (0 if dropped): new entries, newer
+        deliveries of entries already cached, and redeliveries waiting behind a copy in consumption
+        (each is news for the dispatcher: seed step 2 notifies it after every receive)."""
         with self.lock:
             if self.dropped:
                 return 0
@@ -196,19 +258,22 @@ class ProcessQueue:
                     self._prune_memo_locked(m)
                 old = self._pending.get(m.message_id)
                 if old is not None:
-                    old.message = m  # the newer delivery of a message still pending: keep one entry
+                    # the newer delivery of a message still pending or waiting: keep one entry
+                    old.message = m
                     continue
                 self._seq += 1
                 e = Entry(m, self._seq)
                 self._pending[m.message_id] = e
-                heapq.heappush(self._heap, (m.offset, e.seq, e))
+                if self.held.wait_behind(m.message_id, self, e):
+                    e.state = "waiting"  # an earlier copy is in consumption or settlement
+                else:
+                    heapq.heappush(self._heap, (m.offset, e.seq, e))
                 self.count += 1
                 self.bytes += e.size
-                added += 1
             c, b = self.high_water
             if self.count > c or self.bytes > b:
                 self.high_water = (max(c, self.count), max(b, self.bytes))
-        return added
+        return len(messages)
 
     # ------------------------------------------------------------------ consumption side
     def _pop_locked(self) -> Entry | None:
@@ -218,6 +283,7 @@ class ProcessQueue:
                 del self._pending[e.message.message_id]
                 e.state = "inflight"
                 self._inflight.add(e)
+                self.held.hold(e)  # in consumption until let_go
                 if e.message.group is not None:
                     self._prune_memo_locked(e.message)
                 return e
@@ -263,8 +329,27 @@ class ProcessQueue:
             self.bytes -= e.size
             self.cond.notify_all()
 
+    def let_go(self, e: Entry) -> ProcessQueue | None:
+        """The consumer is done with ``e`` (its consumption and settlement are over, whatever the
+        answer): a redelivery waiting behind it becomes pending in its process queue, which is
+        returned (to be signalled), or None."""
+        got = self.held.release(e)
+        if got is None:
+            return None
+        pq, w = got
+        return pq if pq._promote(w) else None
+
+    def _promote(self, e: Entry) -> bool:
+        with self.lock:
+            if e.state != "waiting" or self.dropped:
+                return False  # discarded with its process queue
+            e.state = "pending"
+            heapq.heappush(self._heap, (e.message.offset, e.seq, e))
+            return True
+
     def drop(self) -> None:
-        """The message queue is no longer ours: discard pending messages, end the receive loop."""
+        """The message queue is no longer ours: discard pending (and waiting) messages, end the
+        receive loop."""
         with self.lock:
             if self.dropped:
                 return
@@ -284,6 +369,11 @@ class ProcessQueue:
         """Messages taken for consumption and not yet erased."""
         with self.lock:
             return len(self._inflight)
+
+    def waiting(self) -> int:
+        """Redeliveries cached behind a copy still in consumption or settlement."""
+        with self.lock:
+            return sum(1 for e in self._pending.values() if e.state == "waiting")
 
     def idle(self) -> bool:
         with self.lock:

@@ -80,6 +80,18 @@ Reference choices where seed 001 cannot terminate or is silent (spec/deviations.
   (``stats["abandoned"]``).
 * **C5 (DEV-025): shutdown** stops receive loops, the dispatcher and the retry loops; messages taken but not
   settled are redelivered by the server when their invisible time expires.
+* **C6: one copy of a message in consumption at a time, per consumer.**  A message's invisible time
+  can run out while the client still consumes or settles it (a slow listener, FIFO's local retries,
+  an ack still on its way), and the server then redelivers it.  Standard mode has already erased the
+  message from the cache (seed 普通 step 3), and after a rebalance a FIFO redelivery reaches a new
+  process queue with a lock of its own; handed to a worker at once, the redelivery would be consumed
+  while the earlier copy is still being consumed or settled.  The reference caches the redelivery
+  *behind* that copy (``process_queue.HeldMessages``, kept by the consumer across rebalances, like
+  the memo): it counts against the cache limits, is not taken, and becomes pending -- its process
+  queue signalled -- when the earlier copy is let go (its task's end: settled, given up, or its one
+  settle call made), so it is consumed (or, FIFO, settled from the memo) after it, never beside it.
+  The model's ``pending`` delivery (model/ordered_consumption/model.py ``_cache`` / ``_let_go``);
+  the mutant ``redelivery-overtakes-settlement`` is the old dispatch.
 
 Concurrency argument
 --------------------
@@ -88,7 +100,9 @@ optional rebalance thread, and callers of ``start``/``rebalance``/``shutdown``. 
 
 * ``_lock``: the process-queue table, the thread handles, the thresholds' divisor, the closing flag.
 * each ``ProcessQueue.lock``: that queue's cache and lock flag (see ``process_queue``);
-  ``_memo.lock`` (``OutcomeMemo``): the remembered FIFO outcomes, a leaf.
+  ``_memo.lock`` (``OutcomeMemo``): the remembered FIFO outcomes, a leaf; ``_held.lock``
+  (``HeldMessages``): the messages in consumption and the redeliveries waiting behind them (C6), a
+  leaf (its argument is in ``process_queue``).
 * ``_Dispatcher._lock``: the set of signalled process queues; ``_Pool._lock``: the task deque;
   ``_stats_lock``: counters.  All three are leaves.
 * Lock order: process-queue lock -> ``_lock`` (a receive loop reads the thresholds while it holds its
@@ -113,7 +127,7 @@ from collections import deque
 from typing import Any, Callable
 
 from conq.impl.ordered_consumption.clock import Cancel, RealClock
-from conq.impl.ordered_consumption.process_queue import Entry, OutcomeMemo, ProcessQueue
+from conq.impl.ordered_consumption.process_queue import Entry, HeldMessages, OutcomeMemo, ProcessQueue
 from conq.impl.ordered_consumption.protocol import (
     ConsumeResult,
     GroupSettings,
@@ -243,6 +257,8 @@ class PushConsumer:
         self.memo_survives_drop = memo_survives_drop
         # C2: the FIFO outcomes the server did not accept, kept by the consumer across rebalances
         self._memo = OutcomeMemo(sched=sched) if memo_survives_drop else None
+        # C6: the messages in consumption or settlement, and the redeliveries waiting behind them
+        self._held = HeldMessages(sched=sched)
         self.clock = clock if clock is not None else RealClock(sched)
         self._sched = sched
         self._lock = sched.lock("consumer")
@@ -366,7 +382,8 @@ class PushConsumer:
                 self._retired.append(pq)
                 removed.append(pq)
             for mq in sorted(assigned - set(self._pqs), key=lambda m: (m.topic, m.queue_id)):
-                pq = ProcessQueue(mq, self._closing.child(f"pq {mq}"), sched=self._sched, memo=self._memo)
+                pq = ProcessQueue(mq, self._closing.child(f"pq {mq}"), sched=self._sched, memo=self._memo,
+                                  held=self._held)
                 self._pqs[mq] = pq
                 added.append(pq)
             for pq in added:
@@ -425,6 +442,7 @@ class PushConsumer:
                 pq.unlock()
                 return
             if not self._pool.submit(lambda: self._fifo_task(pq, e)):
+                pq.let_go(e)  # shutting down (C5): the server redelivers it
                 pq.unlock()
             return
         # 普通 step 2: take messages until the cache has none
@@ -433,6 +451,7 @@ class PushConsumer:
             if e is None:
                 return
             if not self._pool.submit(lambda e=e: self._standard_task(pq, e)):
+                pq.let_go(e)
                 return
 
     # ================================================================ consumption
@@ -483,7 +502,20 @@ class PushConsumer:
         self.channel.change_invisible_duration(self.group, m.topic, m.message_id, m.receipt_handle, delay)
         self._count("invisible_changes")
 
+    def _let_go(self, pq: ProcessQueue, e: Entry) -> None:
+        """C6: the consumption and settlement of ``e`` are over; a redelivery waiting behind it is
+        pending now, and its process queue's dispatcher is signalled."""
+        waited = pq.let_go(e)
+        if waited is not None:
+            self._dispatcher.signal(waited)
+
     def _standard_task(self, pq: ProcessQueue, e: Entry) -> None:
+        try:
+            self._standard_consume(pq, e)
+        finally:
+            self._let_go(pq, e)  # C6
+
+    def _standard_consume(self, pq: ProcessQueue, e: Entry) -> None:
         m = e.message
         ok = self._consume(m)
         if self.evict_at == "consumed":
@@ -522,6 +554,7 @@ class PushConsumer:
                 pq.remember(m, outcome, attempt)  # C1 + C2
         finally:
             pq.erase(e)
+            self._let_go(pq, e)  # C6: before the unlock, so the redelivery is there to be taken
             pq.unlock()  # 顺序 step 9: unlock and signal the dispatcher
             self._dispatcher.signal(pq)
 

@@ -11,6 +11,12 @@ queues round-robin, with an explicit invisible duration).
 
 * ``receive(max_messages, invisible_duration)``: one ``receive_message`` request to the next queue in
   round-robin order (long polling up to ``await_duration``); returns the messages (possibly none).
+  The queue is taken *before* the request (upstream ``SubscriptionLoadBalancer.takeMessageQueue``:
+  ``index.getAndIncrement()`` before ``receiveMessage``), so every receive moves the round-robin on,
+  whatever its answer.  The seed says nothing of the order.  Moving on only after an answer
+  (the model's rule at issue 14) cannot be implemented: a request that timed out before the server
+  took it and one whose answer was lost after the server delivered are both ``REQUEST_TIMEOUT`` to
+  the client; and staying on a queue that keeps failing would starve the other queues.
 * ``ack(message)``: one ``ack_message`` request.
 * ``change_invisible_duration(message, duration)``: one request; returns the message with its new
   receipt handle (the old one is invalid from now on).

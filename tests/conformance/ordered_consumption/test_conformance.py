@@ -2,8 +2,10 @@
 calls: the call-level view (every state a model state, internal steps composed), the driver (the
 server's answer named by the call and given by the implementation's own fault injection; the
 environment's rules), the golden corpus, generated traces on every role, the port protocol, the
-command line, and the two divergences the reference has on the model's reference configuration
-(pinned, so a fix of either shows).
+command line, and the reference against the model where the two disagreed (issue 14): a
+redelivery waits behind the copy still consumed or settled (fixed in the reference; its old
+dispatch is the mutant ``redelivery-overtakes-settlement``), and the simple consumer's round-robin
+after a failed receive (the model's rule, pinned until the model changes).
 
 Every verdict is a function of the actions and the implementation's answers: the driver waits for
 states of the implementation, never for durations (its safety cap is an error, not a verdict).
@@ -193,39 +195,81 @@ def test_reference_conforms_on_the_named_producer_configuration_and_upstreams_br
     assert all("txn-single-attempt" in f.result.divergence.detail for f in res.failures)
 
 
-# -- the reference's two divergences from the model (issue 14) ------------------------------------------------
+# -- the reference's divergences from the model (issue 14) ----------------------------------------------------
+
+#: a redelivery cached while the previous copy is still consumed or settled (C6 of push_consumer): it
+#: waits behind that copy and is dispatched when the copy is let go, in one process queue and across a
+#: rebalance (the process queue given back receives it while the dropped one still settles the copy)
+REDELIVERY_TRACES = {
+    "standard-ack-pending": ("push-standard", [
+        ("receive_answer", 0, "ok"), ("expire", 1), ("dispatch", 0), ("listener_returns", 1, "ok"),
+        ("receive_answer", 0, "ok"), ("dispatch", 0), ("ack_answer", 1, "invalid-handle"), ("dispatch", 0),
+        ("listener_returns", 1, "ok"), ("ack_answer", 1, "ok")], 6, ((1, 2),), (1,)),
+    "standard-across-a-rebalance": ("push-standard", [
+        ("receive_answer", 0, "ok"), ("expire", 0), ("dispatch", 0), ("drop_process_queue", 0),
+        ("create_process_queue", 0), ("receive_answer", 0, "ok"), ("dispatch", 0), ("listener_returns", 0, "fail"),
+        ("change_invisible_answer", 0, "invalid-handle"), ("dispatch", 0)], 7, ((0, 2),), (0,)),
+    "fifo-across-a-rebalance": ("push-fifo", [
+        ("receive_answer", 0, "ok"), ("dispatch", 0), ("listener_returns", 0, "fail"), ("next_attempt_delay", 0),
+        ("expire", 0), ("drop_process_queue", 0), ("create_process_queue", 0), ("receive_answer", 0, "ok"),
+        ("dispatch", 0), ("listener_returns", 0, "ok"), ("ack_answer", 0, "invalid-handle"), ("dispatch", 0)],
+        9, ((0, 2),), (0,)),
+}
 
 
-def test_divergence_a_redelivery_is_consumed_while_the_previous_copy_is_still_settled():
-    """Standard mode erases a message from the cache once consumed (seed 普通 step 3); if its invisible
-    time runs out while its ack is still on the way, the redelivery is cached as a new entry and the
-    dispatcher hands it to a second worker at once.  The model keeps the redelivery behind the copy in
-    consumption until that copy is let go (``pending``), so the dispatch diverges."""
-    actions = [("receive_answer", 0, "ok"), ("expire", 1), ("dispatch", 0), ("listener_returns", 1, "ok"),
-               ("receive_answer", 0, "ok"), ("dispatch", 0)]
-    model = conformance_model(MODEL, "push-standard")
-    checker = Checker(model, InProcess(OrderedConsumptionDriver))
+def _replay_redelivery(name: str, drv: type):
+    config, actions, *_ = REDELIVERY_TRACES[name]
+    checker = Checker(conformance_model(MODEL, config), InProcess(drv))
     try:
-        run = checker.replay(actions)
+        return checker.replay(actions)
     finally:
         checker.impl.close()
+
+
+@pytest.mark.parametrize("name", sorted(REDELIVERY_TRACES))
+def test_a_redelivery_waits_behind_the_copy_still_consumed_or_settled(name):
+    """Standard mode erases a message from the cache once consumed (seed 普通 step 3), and a FIFO
+    redelivery after a rebalance reaches a process queue with a lock of its own; the model keeps the
+    redelivery behind the copy in consumption until that copy is let go (``pending``).  The reference
+    conforms (issue 14's divergence F3, fixed: ``push_consumer`` C6)."""
+    _, _, step, redelivery, dispatched = REDELIVERY_TRACES[name]
+    run = _replay_redelivery(name, OrderedConsumptionDriver)
+    assert run.ok, run.divergence.describe()
+    assert run.observations[step - 2] == redelivery  # cached while the first copy is still held
+    assert run.observations[step - 1] == ()  # not dispatched: it waits behind that copy
+    assert dispatched in run.observations[step:]  # dispatched once the copy is let go
+
+
+@pytest.mark.parametrize("name", sorted(REDELIVERY_TRACES))
+def test_divergence_a_redelivery_is_consumed_while_the_previous_copy_is_still_settled(name):
+    """The reference's dispatch before the fix, kept as the mutant ``redelivery-overtakes-settlement``:
+    the redelivery is cached as a new entry and the dispatcher hands it to a second worker at once,
+    so the dispatch diverges from the model where the reference now waits."""
+    _, _, step, _, dispatched = REDELIVERY_TRACES[name]
+    run = _replay_redelivery(name, mutants.mutant_driver("redelivery-overtakes-settlement"))
     d = run.divergence
-    assert d is not None and d.step == 6 and d.kind == "observation", run.observations
-    assert run.observations[4] == ((1, 2),)  # the redelivery, cached while the first copy's ack is pending
-    assert d.observed == (1,) and d.allowed == [()]
+    assert d is not None and d.step == step and d.kind == "observation", run.observations
+    assert d.observed == dispatched and d.allowed == [()]
 
 
 def test_divergence_a_failed_simple_receive_moves_the_round_robin_on():
-    """The simple consumer takes the next queue before its request (``SimpleConsumer.receive``); the
-    model moves its round-robin on only when the receive got an answer (ok or lost)."""
+    """Still a divergence, and the model's side is the one to change (issue 14, F1).  The simple
+    consumer takes the next queue before its request (``SimpleConsumer.receive``), as upstream does
+    (``SubscriptionLoadBalancer.takeMessageQueue``; seed 001 says nothing of the order); the model
+    moves its round-robin on after an ``ok`` or ``lost`` answer only.  No client can follow that rule:
+    ``lost`` (delivered, answer lost) and ``error`` (a timeout, not delivered) are the same
+    REQUEST_TIMEOUT to it -- shown here, both answers leave the implementation's round-robin in the
+    same place.  The model change: the receive's ``error`` / ``throttled`` answers move ``rr`` on too."""
     model = conformance_model(MODEL, "simple")
     checker = Checker(model, InProcess(OrderedConsumptionDriver))
     try:
         run = checker.replay([("simple_receive", "error")])
+        lost = checker.replay([("simple_receive", "lost")])
     finally:
         checker.impl.close()
-    assert run.divergence is not None and run.divergence.kind == "snapshot"
-    assert "next_queue', 1" in run.divergence.detail
+    assert run.divergence is not None and run.divergence.kind == "snapshot" and run.divergence.step == 1
+    assert "next_queue', 1" in run.divergence.detail  # the implementation moved on; the model stays at 0
+    assert lost.ok and lost.observations == [("lost", (0, 1))]  # the model moves on after a lost answer
 
 
 # -- the port protocol ---------------------------------------------------------------------------------------

@@ -664,3 +664,100 @@ def test_fifo_memo_survives_a_process_queue_dropped_while_the_ack_is_rejected(
         assert counts[b"a:0"] == [1, 2] and c.snapshot_stats()["memo_settles"] == 1
     else:
         assert counts[b"a:0"] == [1, 2, 2] and c.snapshot_stats()["memo_settles"] == 0
+
+
+# ============================================================================ C6: one copy in consumption
+# A redelivery that arrives while the previous copy of its message is still consumed or settled
+# waits behind that copy (the model's ``pending`` delivery; issue 14's divergence F3): it counts
+# against the cache, is not handed to a worker, and is dispatched when the copy is let go.  Each
+# test first checks the wait, then that the redelivery is consumed (or settled) afterwards: no stall.
+
+
+@pytest.mark.parametrize("evict_at", ["consumed", "settled"])
+def test_standard_redelivery_waits_behind_the_copy_whose_ack_is_on_its_way(env_factory, wait_until, scripted,
+                                                                           evict_at):
+    env = env_factory(queues=1)
+    acking, release = threading.Event(), threading.Event()
+    box = {}
+
+    def expire_then_block():
+        env.broker.expire_now("G", box["x"].message_id)  # the server redelivers x (attempt 2) meanwhile
+        acking.set()
+        release.wait(30)
+
+    ch = scripted(env.channel, env.broker, {"ack_message": [expire_then_block]})
+    box["x"] = env.send(b"x")
+    lock, attempts = threading.Lock(), []
+
+    def listener(m):
+        with lock:
+            attempts.append(m.delivery_attempt)
+        return OK
+
+    c = env.consumer(listener, channel=ch, evict_at=evict_at)
+    pq = c.process_queues()[0]
+
+    def redelivered():
+        with lock:
+            return acking.is_set() and (pq.waiting() == 1 or len(attempts) > 1)
+
+    wait_until(redelivered, "the redelivery cached (behind the copy being acked)")
+    assert env.broker.group_stats("G")["deliveries"] == 2
+    with lock:
+        assert attempts == [1]  # not consumed beside the copy whose ack is on its way
+    assert pq.waiting() == 1
+    # seed 普通 step 3 erased the consumed copy (upstream: erased once settled); the redelivery counts
+    assert pq.cached() == ((1, 1) if evict_at == "consumed" else (2, 2))
+    release.set()  # the ack meets the expired handle: INVALID_RECEIPT_HANDLE, one call (DEV-006)
+    wait_until(lambda: env.broker.group_stats("G")["acked"] == 1, "the redelivery consumed and acked")
+    with lock:
+        assert attempts == [1, 2]
+    wait_until(lambda: pq.cached() == (0, 0) and pq.waiting() == 0, "the cache empty")
+    s = c.snapshot_stats()
+    assert (s["consumptions"], s["acks"], s["ack_errors"]) == (2, 1, 1)
+    assert len(c._held) == 0  # nothing left held: every copy was let go
+
+
+def test_fifo_redelivery_to_the_process_queue_given_back_waits_for_the_dropped_ones_copy(
+        env_factory, wait_until, scripted):
+    # q0 is taken away and given back while a:0 is in the listener; its invisible time runs out and
+    # the new process queue (a lock of its own) receives the redelivery: it waits for the old copy
+    env = env_factory(queues=1, fifo=True, max_attempts=3)
+    (q0,) = env.mqs
+    env.broker.pin_assignment("G", "A", (q0,))
+    a = env.send(b"a:0", group="a")
+    lock, attempts, box = threading.Lock(), [], {}
+
+    def listener(m):
+        with lock:
+            attempts.append(m.delivery_attempt)
+            first = len(attempts) == 1
+        if first:
+            c = box["c"]
+            env.broker.pin_assignment("G", "A", ())
+            assert c.rebalance() == ([], [q0])
+            env.broker.pin_assignment("G", "A", (q0,))
+            assert c.rebalance() == ([q0], [])
+            env.broker.expire_now("G", a.message_id)
+            new = c.process_queue(q0)
+
+            def redelivered():
+                with lock:
+                    return new.waiting() == 1 or len(attempts) > 1
+
+            wait_until(redelivered, "the redelivery cached by the new process queue")
+            with lock:
+                box["seen"] = (list(attempts), new.waiting(), new.inflight(), new.cached(), new.locked)
+        return OK
+
+    c = box["c"] = env.consumer(listener, client_id="A")
+    wait_until(lambda: a.message_id in env.settled and "seen" in box, "a:0 acked")
+    # while the old copy was consumed the redelivery was cached, counted, not taken and not locked
+    assert box["seen"] == ([1], 1, 0, (1, 3), False)
+    # the old copy's ack met the expired handle (C1): the outcome is remembered (C2) and settles the
+    # redelivery once the old copy is let go -- consumed once, never twice at once
+    assert attempts == [1]
+    s = c.snapshot_stats()
+    assert (s["settle_rejected"], s["memo_settles"], s["consumptions"]) == (1, 1, 1)
+    assert env.broker.group_stats("G")["deliveries"] == 2 and env.broker.unsettled("G") == 0
+    wait_until(lambda: c.process_queue(q0).idle() and len(c._held) == 0, "nothing cached or held")

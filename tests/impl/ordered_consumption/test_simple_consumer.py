@@ -72,6 +72,27 @@ def test_receive_takes_the_queues_round_robin():
     assert [m.queue.queue_id for _ in range(8) for m in sc.receive(1, 60.0)] == [0, 1, 2, 3] * 2
 
 
+def test_a_failed_receive_moves_the_round_robin_on_like_upstream(scripted):
+    """The next queue is taken before the request (upstream ``SubscriptionLoadBalancer.takeMessageQueue``),
+    so a failed receive moves the round-robin on, as a successful one does: a request that timed out
+    before the server took it and one whose answer was lost after the server delivered are the same
+    ``REQUEST_TIMEOUT`` to the client, and staying on a failing queue would starve the others."""
+    b, clock, mqs, ch = _setup(queues=2)
+    sent = [b.send_message(mqs[i % 2], Message("T", b"%d" % i), MessageType.NORMAL) for i in range(4)]
+    sch = scripted(ch, b, {"receive_message": [RpcError(Code.REQUEST_TIMEOUT, "not delivered"), "lost"]})
+    sc = SimpleConsumer(sch, "G", "T").start()
+    codes = []
+    for _ in range(2):
+        with pytest.raises(RpcError) as e:
+            sc.receive(1, 60.0)
+        codes.append(e.value.code)
+    assert codes == [Code.REQUEST_TIMEOUT, Code.REQUEST_TIMEOUT]  # alike to the client
+    assert b.message_state("G", sent[0].message_id)["state"] == "ready"  # not delivered
+    assert b.message_state("G", sent[1].message_id) == {"state": "invisible", "attempt": 1}  # delivered, lost
+    assert [m.queue.queue_id for _ in range(2) for m in sc.receive(1, 60.0)] == [0, 1]
+    assert [args[1].queue_id for rpc, args in sch.calls if rpc == "receive_message"] == [0, 1, 0, 1]
+
+
 def test_failed_calls_are_returned_after_one_request_without_retry():
     plan = FaultPlan(0, {"receive_message": {"unavailable": 1.0}, "ack_message": {"timeout": 1.0},
                          "change_invisible_duration": {"internal": 1.0}})
