@@ -50,13 +50,9 @@ def conformance_stage(out_dir: Path, console: Console) -> list[dict[str, Any]]:
 
 
 #: the configuration the main job's conformance stage runs a model's reference on, when not the
-#: default: ordered consumption's reference diverges from its model in the simple consumer's
-#: round-robin after a failed receive, where the model's rule is the one to change (issue 14, F1;
-#: test_divergence_a_failed_simple_receive_moves_the_round_robin_on pins it).  The redelivery that
-#: overtook a copy still in consumption (F3) is fixed: invisible time running out while held is on.
-CONFORMANCE: dict[str, dict[str, Any]] = {
-    "ordered-consumption": {"config_name": "reference", "overrides": {"simple": False}},
-}
+#: default (every reference conforms on its model's default configuration today; issue 14's F1 and F3
+#: were resolved by a model and an implementation change)
+CONFORMANCE: dict[str, dict[str, Any]] = {}
 
 #: the main job's Spark replays: (model, configuration, traces, length, output folder under reports/
 #: [, configuration overrides])

@@ -763,7 +763,11 @@ class OrderedConsumptionModel(Model):
                 outs.append((("ok", got), (SIMPLE, _set(msgs, cm, applied), rr, idle)))
                 if c.server_faults:  # applied, the answer lost: the application's handle is now stale
                     outs.append((("lost", got), returned(_set(msgs, cm, (applied[0], d, H_STALE)))))
-        outs += self._codes(("error", "throttled") if c.server_faults else ("error",), returned(msgs))
+        # a failed receive moves the round-robin on too: upstream SimpleConsumerImpl.receive0 takes the
+        # next queue (takeMessageQueue, index.getAndIncrement) before it sends, and a client cannot
+        # tell a lost answer from an error anyway (both REQUEST_TIMEOUT); seed 001 is silent (issue 14, F1)
+        outs += self._codes(("error", "throttled") if c.server_faults else ("error",),
+                            returned(msgs, (rr + 1) % c.queues if op == OP_RECEIVE else rr))
         if op != OP_RECEIVE:
             if msgs[cm][2] == H_STALE:
                 outs += self._codes(("invalid-handle", "not-found"), returned(msgs))

@@ -682,7 +682,9 @@ class OrderedConsumptionEncoding(Encoding):
             acked = z3.And(valid, self._upd(s, t, srv=z3.Store(s.srv, cm, S_ACKED), held=z3.Store(s.held, cm, H_NONE), **idle))
             changed = z3.And(valid, self._upd(s, t, held=z3.Store(s.held, cm, H_NONE), **idle))
             ok = z3.If(op == OP_RECEIVE, received, z3.If(op == OP_ACK, acked, changed))
-            outs = [ok, returned()]  # OK; a retriable error (or, for a settle, a non-retriable answer)
+            # OK; a retriable error (or, for a settle, a non-retriable answer); a failed receive moves the
+            # round-robin on like a delivered one (model._s_rpc)
+            outs = [ok, returned(rr=z3.If(op == OP_RECEIVE, rr1, s.rr))]
             if c.server_faults:
                 lost_settle = z3.And(valid, z3.If(
                     op == OP_ACK,

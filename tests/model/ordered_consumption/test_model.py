@@ -599,8 +599,10 @@ def test_answer_codes_add_transitions_not_states():
 
 def test_the_seed_broker_reproduces_the_earlier_model():
     """With the broker of the seed's assumptions, the old layout and no server gate, the model is the one
-    this issue started from: its pinned counts (push-fifo 4,520 / 21,026; simple 12,348 / 64,808)."""
-    for config, states, transitions in (("push-fifo", 4520, 21026), ("simple", 12348, 64808)):
+    this issue started from: its pinned counts (push-fifo 4,520 / 21,026; simple 12,348 / 64,808 then).
+    The simple consumer's count moved once since, to 14,152 / 72,952, when a failed receive started to move
+    the round-robin on like a delivered one (issue 14, F1: upstream takes the next queue before it sends)."""
+    for config, states, transitions in (("push-fifo", 4520, 21026), ("simple", 14152, 72952)):
         m = model(config, msg_queue=(0, 0, 1), msg_size=(1, 2, 1), **SEED_BROKER)
         ex = explore(m, liveness=False)
         assert (ex.states, ex.transitions) == (states, transitions), config
