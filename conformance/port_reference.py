@@ -89,16 +89,26 @@ A port keeps, per consumer `c` (ids `0..n-1`, in the order of `config.consumers`
 - `pulling`: after a delivery the IO thread goes on pulling (the current pull rule);
 - browsers only: `seen`, the messages it has already been given.
 
-Per message `j` (ids `0..m-1`, `m = config.messages`): `unarrived`, `available`, `held`, or
-`acquired by c<id>`.
+Per message `j` (ids `0..m-1`, `m = config.messages`): `unarrived`, `available`, `held`,
+`acquired by c<id>`, or `deleted` (only with `config.expiry`; a deleted message stays deleted).
+
+The other actors (issue 16), each only when its configuration field is on:
+
+- `config.reject`: per message `j`, `rejected_by(j)`, the consumers that rejected it (empty at start);
+- `config.expiry`: `delete_waiting`, the messages a delete waits for (empty at start);
+- `config.groups` (one entry per message: its group `0, 1, ...`, or `-1` for none): per group `g`,
+  `owner(g)` (a consumer, or none at start) and, with `config.group_policy: "shared"`, `counted(g)`,
+  the messages of `g` whose acquisition the group counted; and one flag, `reset_owed` (false at
+  start). A group is **valid** when it has an owner and (policy `assigned`) always, or (policy
+  `shared`) its owner is registered or `counted(g)` is not empty.
 
 The lists: one **Interested list per priority level**, ordered (a consumer entering it goes to
 its tail; leaving removes it wherever it is), and the Notified set. "Interested order" means:
 the levels from the highest priority to the lowest, each list from head to tail.
 
 The environment budget: `budget` starts at `config.env_budget` (`-1`: unbounded). `remove_consumer`,
-`credit`, `suspend`, `resume` and `release` are enabled only while `budget != 0`, and each takes one
-from it when it is positive.
+`credit`, `suspend`, `resume`, `release` and `reject` are enabled only while `budget != 0`, and each
+takes one from it when it is positive (`delete_entry` takes nothing from it).
 """
 
 _CL_PROCEDURES = """\
@@ -107,9 +117,12 @@ The calls are built from these procedures (the model's `notifyConsumer`, `notify
 appended to the call's *notified* list (the observation's second element).
 
 - **next(c)**: none if `c` is not registered; else the lowest message id `j` that is `available`
-  (and, for a browser, not in `seen(c)`).
-- **no-higher(c)**: true when no registered, acquiring consumer `h` of strictly higher priority
-  than `c` has `wants(h)` and a **next(h)**. (Switch `priority_check: false`: always true.)
+  (and, for a browser, not in `seen(c)`; with `config.reject`, `c` not in `rejected_by(j)`; with
+  `config.groups`, for an acquiring `c` and a message of a group `g`: `owner(g) == c` or `g` is not
+  valid).
+- **no-higher(c, j)**: true when no registered, acquiring consumer `h` of strictly higher priority
+  than `c` has `wants(h)` and a **next(h)** (and, with `config.reject` and a message `j` given, `h`
+  not in `rejected_by(j)`). (Switch `priority_check: false`: always true.)
 - **notify(c)**: for an acquiring `c`: if **next(c)** is none, or **no-higher(c)** is false, or
   `node(c)` is not `interested`, it does nothing and fails; else `c` moves `interested -> notified`
   (leaving its Interested list). Then (every browser, and an acquiring `c` that got this far)
@@ -117,10 +130,11 @@ appended to the call's *notified* list (the observation's second element).
   notified, whatever is available.
 - **notify-consumers(j)** (a publisher, owed after `j` became available): first every browser in
   node `non-acquiring` that has not seen `j` is notified, in id order; then for each `c` in
-  Interested order: if `j` is no longer available, stop; if **notify(c)** succeeds, stop (switch
-  `notify_one: false`: go on); else if **no-higher(c)** is false, stop.
+  Interested order: if `j` is no longer available, stop; if `c` is in `rejected_by(j)`, skip it; if
+  **notify(c)** succeeds, stop (switch `notify_one: false`: go on); else if **no-higher(c, j)** is
+  false, stop.
 - **notify-others(c)**: for each `x` in Interested order: if no message is available, stop; if
-  `x != c` and **notify(x)** succeeds, stop.
+  `x != c` and **notify(x)** succeeds, stop. (`c` may be none: a delete excludes nobody.)
 - **queue-set-desired(c, d)**: if `d`: move `c` from `not-interested` to `interested` (tail of its
   list; a browser: to `non-acquiring`); if it moved, **notify(c)**. If not `d`: move `c` from
   `interested` or `notified` (a browser: from `non-acquiring`) to `not-interested`; if it moved, let
@@ -132,10 +146,25 @@ appended to the call's *notified* list (the observation's second element).
   middle of a pull): `wants(c) := desired`, then **queue-set-desired(c, wants(c))**, and `c` stops
   pulling. (Switch `flag_before_queue: false` tells the queue first and writes the flag after: visible
   at call level, see the switches below.)
-- **settle** (the end of every call): repeat until nothing changes: **set-desired** for the first
-  consumer (lowest id) that needs it; else **notify-consumers(j)** for the lowest message `j` that
-  is owed one (owed from `enqueue`, `unhold`, `release` and the releases of `remove_consumer`; a
-  message no longer available when its turn comes is simply no longer owed).
+- **group-left(j)** (`config.groups` with policy `shared` only; else nothing): if `j` is in
+  `counted(g)` of its group `g`: remove it; if `counted(g)` is now empty, `owner(g) := none` and, if
+  some message of `g` is `available`, `reset_owed := true`.
+- **requeue(j)** (a release, a reject, the releases of a removal): message `j` becomes `available`
+  and is owed a **notify-consumers**; then **group-left(j)**.
+- **accept(c, j)** (the acquisition of a message `j` of a group `g` by an acquiring `c`, with
+  `config.groups`): if `owner(g) != c` and `g` is not valid: `owner(g) := c`; else if `owner(g) != c`:
+  it fails. Then `j` is acquired by `c` and, policy `shared`, `j` joins `counted(g)`.
+- **dequeue(j)** (a delete that takes `j`): message `j` becomes `deleted`; if it was acquired,
+  **group-left(j)**; then, if some message is available, **notify-others(none)** (switch
+  `delete_notifies: false`: nobody is notified).
+- **reset-groups** (owed as `reset_owed`): `reset_owed := false`; **notify(c)** for every registered
+  acquiring consumer `c`, in id order.
+- **settle** (the end of every call): repeat until nothing changes: first, for the lowest message
+  `j` in `delete_waiting` that is now `available` (an `unhold` made it so): remove `j` from
+  `delete_waiting` and **dequeue(j)**; else **set-desired** for the first consumer (lowest id) that
+  needs it; else **notify-consumers(j)** for the lowest message `j` that is owed one (owed from
+  `enqueue`, `unhold`, `release`, `reject` and the releases of `remove_consumer`; a message no longer
+  available when its turn comes is simply no longer owed); else, if `reset_owed`, **reset-groups**.
 """
 
 _CL_CALLS = (
@@ -152,7 +181,10 @@ _CL_CALLS = (
         "remove_consumer", (("c", "consumer id"),),
         "`c` is registered, `budget != 0` and `config.removal`",
         "Takes one from the budget. `c` is no longer registered, node `removed` (leaving any list); every "
-        "message acquired by `c` becomes `available` and is owed a **notify-consumers**; `c` stops "
+        "message acquired by `c` becomes `available` and is owed a **notify-consumers**, then (all released "
+        "first) **group-left** of each; with `config.groups`, if an available message belongs to a group "
+        "whose owner is `c`, `reset_owed := true`, and (policy `assigned`) every group of `c` loses its "
+        "owner; `c` stops "
         "pulling and `scheduled(c) := false`. Then, if a message is available, **notify-others(c)** (the "
         "removed consumer's wake-up is handed over, whatever its node was; switch `remove_hands_over: "
         "false`: nobody is notified here). Then **settle**.",
@@ -203,9 +235,26 @@ _CL_CALLS = (
     Call(
         "release", (("j", "message id"),),
         "`config.release`, `budget != 0`, and message `j` is `acquired by` some consumer",
-        "Takes one from the budget; message `j` becomes `available` and is owed a **notify-consumers**. "
-        "Then **settle**.",
+        "Takes one from the budget; **requeue(j)**. Then **settle**.",
         "the id of the consumer that held `j` (an integer)",
+    ),
+    Call(
+        "delete_entry", (("j", "message id"),),
+        "`config.expiry`, message `j` is `available`, `held` or `acquired by` some consumer, and `j` is not in "
+        "`delete_waiting`",
+        "The housekeeping thread's expiry of `j`, or a management delete (`deleteEntry`). `available`: "
+        "**dequeue(j)**. `acquired by c` (sent: at call level every acquisition was sent): stolen, "
+        "**dequeue(j)**. `held`: `j` joins `delete_waiting` (the delete waits; the `unhold` that follows "
+        "deletes `j` instead of offering it, see **settle**). Then **settle**. Takes nothing from the budget.",
+        "the id of the consumer that held `j` (stolen), `null` (it was available) or the string `\"held\"` "
+        "(the delete waits)",
+    ),
+    Call(
+        "reject", (("c", "consumer id"), ("j", "message id")),
+        "`config.reject`, `budget != 0`, `c` is registered and message `j` is `acquired by c`",
+        "`c`'s IO thread rejects `j`: takes one from the budget; `c` joins `rejected_by(j)` (for ever: `c` "
+        "never takes `j` again, see **next**); **requeue(j)**. Then **settle**.",
+        "`null`",
     ),
     Call(
         "pull", (("c", "consumer id"),),
@@ -221,7 +270,8 @@ _CL_CALLS = (
         "`pull_rule: once`: it stops); the result is `j`. Otherwise (nothing to deliver): if `c` acquires "
         "and a message is available, **notify-others(c)**; `c` stops pulling; the result is `null`. "
         "Then **settle** (a consumer whose credit ran out stops pulling, leaves the Interested list and "
-        "may hand its wake-up on).",
+        "may hand its wake-up on). With `config.groups`, an acquiring `c` acquires a grouped message by "
+        "**accept(c, j)** (which succeeds: **next(c)** only offers it a message of a group it may take).",
         "the id of the message delivered, or `null`",
     ),
 )
@@ -240,7 +290,8 @@ _CL = Declared(
     calls=_CL_CALLS,
     observation=(
         "Every call observes a two-element array `[result, notified]`: `result` as in the table "
-        "(the message delivered by `pull`, the previous holder for `release`, else `null`) and "
+        "(the message delivered by `pull`, the previous holder for `release`, for `delete_entry` the "
+        "previous holder of a stolen message, `null` for an available one or `\"held\"`, else `null`) and "
         "`notified`, the ids of the consumers the call notified (every **notify** that succeeded, in "
         "any procedure of the call), **sorted ascending**. The model does not fix the order in which "
         "one call notifies, so the list is compared sorted; a consumer notified twice in one call "
@@ -252,7 +303,12 @@ _CL = Declared(
         "names above); `messages`, one status string per message in id order (`unarrived`, "
         "`available`, `held`, `acquired by c<id>`); `interested`, an object from the priority "
         "(written as a decimal string, e.g. `\"2\"`) to the ids in that priority's Interested list, "
-        "head first, with empty levels left out. The checker compares it after `init`/`reset` and after "
+        "head first, with empty levels left out. With the other actors on, more fields (and only then): "
+        "`rejected_by` (`config.reject`), one sorted array of consumer ids per message in id order; "
+        "`delete_waiting` (`config.expiry`), the sorted ids of the messages a delete waits for; `groups` "
+        "(`config.groups`), one entry per group in id order, its owner's id or `null`, and "
+        "`group_reset_owed`, always `false` (every call settles its reset); a message's status may then "
+        "also be `deleted`. The checker compares it after `init`/`reset` and after "
         "every call, exactly: arrays in order (consumers and messages by id, each Interested list head "
         "first), objects by their keys whatever their order."
     ),
@@ -266,8 +322,10 @@ _CL = Declared(
         "a reason name that exists but is not toggled in this configuration (`tcp` with `reasons: 1`) is a call "
         "the model has disabled: error 13.",
         "A port may refuse a configuration it does not implement with error 14 (`unsupported-model`) in answer "
-        "to `init` (for example a switch away from its reference value, or the actors the call-level view does "
-        "not drive: `expiry`, `reject`, `groups`).",
+        "to `init` (for example a switch away from its reference value, or the other actors: `expiry`, "
+        "`reject`, `groups`, driven in the configurations `expiry`, `reject`, `groups-shared`, "
+        "`groups-assigned`, `all-actors` and `all-actors-assigned`; a port that implements only the first "
+        "six configurations passes on them).",
         "Only the switches marked as visible below change what a port must do; the conformance "
         "configurations all use the reference values of every switch.",
     ),
@@ -560,7 +618,8 @@ DECLARED: dict[str, Declared] = {"consumer-lists": _CL, "recovery-deferral": _RD
 def conformance_configs(model_name: str) -> list[tuple[str, dict[str, Any]]]:
     """The configurations the conformance suite drives for ``model_name``, each with the
     overrides it uses: ``build_corpus.PASS_CONFIGS`` or ``mutants.TRACE_CONFIGS`` of the model's
-    conformance package (with ``mutants.ENV_BUDGET`` when the config has a budget), else every
+    conformance package, followed by that module's ``ACTOR_CONFIGS`` if it has them
+    (with ``mutants.ENV_BUDGET`` when the config has a budget), else every
     named configuration.  An entry is a configuration name or a ``(name, overrides)`` pair."""
     pkg = f"conq.conformance.{model_name.replace('-', '_')}"
     names: Iterable[str] | None = None
@@ -571,7 +630,8 @@ def conformance_configs(model_name: str) -> list[tuple[str, dict[str, Any]]]:
         except ImportError:
             continue
         if names is None and hasattr(m, attr):
-            names = tuple(getattr(m, attr))
+            # ... and the configurations of the other actors, when the package lists them apart
+            names = tuple(getattr(m, attr)) + tuple(getattr(m, "ACTOR_CONFIGS", ()))
     try:
         mutants = importlib.import_module(f"{pkg}.mutants")
         if hasattr(mutants, "ENV_BUDGET"):

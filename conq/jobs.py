@@ -58,6 +58,8 @@ CONFORMANCE: dict[str, dict[str, Any]] = {}
 #: [, configuration overrides])
 REPLAYS = (
     ("consumer-lists", "reference", 4096, 30, "replay"),
+    # the other actors of issue 16 (deletes / expiry, reject, a shared group, held) all on
+    ("consumer-lists", "all-actors", 512, 30, "replay-all-actors"),
     ("recovery-deferral", "reference-one-queue", 640, 24, "replay-recovery-deferral"),
     # without invisible time running out while the client holds a message: that call-level graph has 3.3x the
     # states (11,237 vs 3,365) and cost 152 s vs 51 s on a loaded machine (the conformance stage and the

@@ -3,16 +3,20 @@
 ``conformance/consumer_lists/corpus/`` holds, for the consumer-lists model:
 
 * ``pass-*.ndjson``: runs of the reference implementation, recorded with its
-  observations, over every configuration the conformance suite uses; the model
-  must accept the recorded observations and the implementation must reproduce
-  them when the actions are replayed;
+  observations, over every configuration the conformance suite uses
+  (``PASS_CONFIGS``, then ``ACTOR_CONFIGS``: the other actors of issue 16 on);
+  the model must accept the recorded observations and the implementation must
+  reproduce them when the actions are replayed;
 * ``diverge-<mutant>.ndjson``: the minimal counterexample of each mutant of
   the catalog, recorded from the *mutated* implementation: the model must
   reject it, at the step the file's name and generator record.
 
 The corpus is written once by ``build`` (``python -m conq.conformance.consumer_lists.build_corpus``)
 and then only read: a change in verdict is a regression to investigate, not a
-file to regenerate.
+file to regenerate.  ``build(configs=..., mutant_names=...)`` adds the traces of
+new configurations and mutants without touching the others
+(``python -m conq.conformance.consumer_lists.build_corpus --actors`` added those
+of issue 16).
 """
 
 from __future__ import annotations
@@ -25,10 +29,19 @@ from conq.conformance.checker import Checker
 from conq.conformance.trace import write
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
+#: the configurations of the original actors (publishers, consumers, credit, flow, held, release):
+#: every port implements these (a port may refuse the others with error 14)
 PASS_CONFIGS = ("small", "reference", "held", "dynamic", "reasons", "same-priority")
+#: the other actors (issue 16): deletes / TTL expiry, reject, both message-group policies, all together
+ACTOR_CONFIGS = ("expiry", "reject", "groups-shared", "groups-assigned", "all-actors", "all-actors-assigned")
+#: the mutants of the other actors' paths (their diverge traces were added with ACTOR_CONFIGS)
+ACTOR_MUTANTS = ("group-owner-ignored", "delete-no-notify", "acquire-deleted", "delete-steals-unsent",
+                 "unhold-drops-delete", "reject-redelivers", "shared-group-never-freed", "group-reset-skipped",
+                 "assigned-group-kept")
 
 
-def build(directory: Path = CORPUS, *, per_config: int = 3) -> list[Path]:
+def build(directory: Path = CORPUS, *, per_config: int = 3, configs: tuple[str, ...] | None = None,
+          mutant_names: list[str] | None = None) -> list[Path]:
     from . import mutants
     from .driver import ConsumerListsDriver
     from conq.conformance.generate import derive_seed
@@ -37,12 +50,13 @@ def build(directory: Path = CORPUS, *, per_config: int = 3) -> list[Path]:
     out = directory
     out.mkdir(parents=True, exist_ok=True)
     written = []
-    for cfg in PASS_CONFIGS:
+    every = PASS_CONFIGS + ACTOR_CONFIGS  # a configuration's seeds depend on its place here only
+    for cfg in every if configs is None else configs:
         model = conformance_model("consumer-lists", cfg, {"env_budget": mutants.ENV_BUDGET})
         model.config_name = cfg
         checker = Checker(model, InProcess(ConsumerListsDriver))
         for k in range(per_config):
-            seed = derive_seed(2026, PASS_CONFIGS.index(cfg) * 100 + k)
+            seed = derive_seed(2026, every.index(cfg) * 100 + k)
             run = checker.walk(seed, 40)
             if not run.ok:
                 raise RuntimeError(f"the reference diverges on {cfg} seed {seed}: {run.divergence.describe()}")
@@ -52,7 +66,7 @@ def build(directory: Path = CORPUS, *, per_config: int = 3) -> list[Path]:
             path = out / f"pass-{cfg}-{k}.ndjson"
             write(tr, path)
             written.append(path)
-    matrix = mutants.run_catalog(engines=["explorer", "random"], first_kill=True)
+    matrix = mutants.run_catalog(mutant_names, engines=["explorer", "random"], first_kill=True)
     for name, row in matrix.items():
         det = next((d for d in row.values() if d.killed and d.evidence), None)
         if name == "(reference)" or det is None:
@@ -74,6 +88,10 @@ def build(directory: Path = CORPUS, *, per_config: int = 3) -> list[Path]:
 
 
 if __name__ == "__main__":
-    for p in build():
+    if "--actors" in sys.argv[1:]:
+        paths = build(configs=ACTOR_CONFIGS, mutant_names=list(ACTOR_MUTANTS))
+    else:
+        paths = build()
+    for p in paths:
         print(p)
     sys.exit(0)

@@ -13,13 +13,27 @@ what the chain would do: a consumer whose ``notify_work`` fired is scheduled
 (the chain's "would like to do work" bit), and after a delivery it keeps
 pulling; ``pull c`` is rejected (error 13, definite) for a consumer that is
 neither, exactly as the model has it disabled.
+
+The other actors (issue 16) are configured from the model configuration:
+``groups`` (the group of each message, -1 for none) and ``group_policy`` become
+``Queue(group_policy=...)`` and ``enqueue(group=...)``, ``delete_notifies``
+becomes ``Queue(delete_notifies=...)``.  ``delete_entry j`` (``expiry``) is
+performed two ways, chosen by the seed's parity, because the model makes the
+housekeeping thread's TTL expiry and a management delete one step (the same
+``deleteEntry``): an odd seed calls ``Queue.delete_entry``; an even seed
+makes message ``j`` expire on the queue's clock and runs one housekeeping pass
+(``Housekeeping.run_once`` -> ``check_message_status``).  The queue's clock is
+the driver's: every message is enqueued with a TTL, and a message is expired
+exactly when the driver says so (``_Deadline``), so expiry happens at the
+call, never on the wall clock.  ``reject c j`` is ``Queue.reject``.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from conq.impl.consumer_lists.queue import Queue, QueueConsumer
+from conq.impl.consumer_lists.housekeeping import Housekeeping
+from conq.impl.consumer_lists.queue import Queue, QueueConsumer, QueueError
 
 from conq.conformance.adapters import ActionRejected
 
@@ -32,6 +46,36 @@ NODE = {
 }
 
 
+class _Deadline:
+    """A message's expiry time on the driver's clock: passed exactly when the driver has expired
+    the message (``ConsumerListsDriver._expired``), whatever the order of the messages."""
+
+    __slots__ = ("expired", "j")
+
+    def __init__(self, expired: set[int], j: int):
+        self.expired = expired
+        self.j = j
+
+    def __le__(self, now: Any) -> bool:
+        return self.j in self.expired
+
+    def __gt__(self, now: Any) -> bool:
+        return self.j not in self.expired
+
+
+class _Now:
+    """The driver's clock reading: ``now + ttl`` is the deadline of the message whose TTL is its
+    model id (the driver enqueues message ``j`` with ``ttl=j``)."""
+
+    __slots__ = ("expired",)
+
+    def __init__(self, expired: set[int]):
+        self.expired = expired
+
+    def __add__(self, ttl: int) -> _Deadline:
+        return _Deadline(self.expired, ttl)
+
+
 class ConsumerListsDriver:
     #: the queue class to drive (the mutation catalog substitutes subclasses)
     queue_class: type = Queue
@@ -39,7 +83,23 @@ class ConsumerListsDriver:
     def __init__(self, config: dict[str, Any], seed: int):
         self.cfg = config
         self.spec = [(int(p), bool(a)) for p, a in config["consumers"]]
-        self.q = self.queue_class(record_events=True)
+        groups = [int(g) for g in config.get("groups") or ()]
+        self.groups = groups
+        self.n_groups = max(groups) + 1 if groups else 0
+        self.expiry = bool(config.get("expiry", False))
+        self.reject = bool(config.get("reject", False))
+        #: messages the driver has expired (their deadline passed on the driver's clock)
+        self._expired: set[int] = set()
+        #: delete_entry through the housekeeping thread's expiry (even seeds) or a management delete
+        self.delete_by_expiry = self.expiry and seed % 2 == 0
+        now = _Now(self._expired)
+        kw: dict[str, Any] = {"delete_notifies": bool(config.get("delete_notifies", True))}
+        if self.n_groups:
+            kw["group_policy"] = str(config.get("group_policy", "shared"))
+        if self.delete_by_expiry:
+            kw["clock"] = lambda: now
+        self.q = self.queue_class(record_events=True, **kw)
+        self.housekeeping = Housekeeping(self.q, interval=1.0) if self.delete_by_expiry else None
         n = len(self.spec)
         self.cons: list[QueueConsumer | None] = [None] * n
         self.removed = [False] * n
@@ -113,7 +173,9 @@ class ConsumerListsDriver:
             (j,) = args
             if j in self.ids or any(k not in self.ids for k in range(j)):
                 raise ActionRejected(f"message {j} cannot arrive now (messages arrive in order)")
-            self.ids[j] = self.q.enqueue(payload=j, held=name == "enqueue_held")
+            group = self.groups[j] if j < len(self.groups) and self.groups[j] >= 0 else None
+            ttl = j if self.delete_by_expiry else None
+            self.ids[j] = self.q.enqueue(payload=j, held=name == "enqueue_held", group=group, ttl=ttl)
         elif name == "unhold":
             (j,) = args
             if self.q.message_state(self._message(j)).name.lower() != "held":
@@ -127,6 +189,35 @@ class ConsumerListsDriver:
                 raise ActionRejected(f"message {j} is not acquired")
             self.q.release(mid)
             result = owner
+        elif name == "delete_entry":
+            (j,) = args
+            mid = self._message(j)
+            if not self.expiry:
+                raise ActionRejected("this configuration has no deletes (expiry is off)")
+            if self.delete_by_expiry:
+                snap = self.q.snapshot()
+                m = snap["messages"][str(mid)]
+                if m["state"] == "deleted" or mid in snap["delete_waiting"]:
+                    raise ActionRejected(f"message {j} is deleted or a delete already waits for it")
+                # the housekeeping thread: j's TTL has passed, one checkMessageStatus pass deletes it
+                self._expired.add(j)
+                if self.housekeeping.run_once() != 1:
+                    raise AssertionError(f"the housekeeping pass did not start the delete of message {j}")
+                result = "held" if m["state"] == "held" else m["owner"]
+            else:
+                try:
+                    result = self.q.delete_entry(mid)
+                except QueueError as e:
+                    raise ActionRejected(str(e)) from None
+        elif name == "reject":
+            c, j = args
+            if not self.reject:
+                raise ActionRejected("this configuration has no rejects")
+            con = self._consumer(c)
+            try:
+                self.q.reject(self._message(j), con)
+            except QueueError as e:
+                raise ActionRejected(str(e)) from None
         elif name == "pull":
             (c,) = args
             con = self._consumer(c)
@@ -158,4 +249,17 @@ class ConsumerListsDriver:
             m = snap["messages"][str(self.ids[j])]
             messages.append(f"acquired by c{m['owner']}" if m["state"] == "acquired" else m["state"])
         interested = {str(p): list(ids) for p, ids in snap["interested"] if ids}
-        return {"consumers": consumers, "messages": messages, "interested": interested}
+        out = {"consumers": consumers, "messages": messages, "interested": interested}
+        # the other actors (issue 16): the keys of the model's view (calls.observation_of_view)
+        m = int(self.cfg["messages"])
+        if self.reject:
+            rb = snap["rejected_by"]
+            out["rejected_by"] = [sorted(rb.get(str(self.ids[j]), ())) if j in self.ids else [] for j in range(m)]
+        if self.expiry:
+            waiting = set(snap["delete_waiting"])
+            out["delete_waiting"] = [j for j in range(m) if self.ids.get(j) in waiting]
+        if self.n_groups:
+            # every call settles the reset it owes before it returns: none is ever owed in between
+            out["group_reset_owed"] = False
+            out["groups"] = [snap["groups"].get(str(g)) for g in range(self.n_groups)]
+        return out

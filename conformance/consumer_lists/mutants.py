@@ -24,7 +24,19 @@ Engines (each spends a *count*, scaled by ``Budget.scale``; seconds only cap):
                   small workloads, fewest first (systematic), then PCT seeds; a failure is
                   minimised (delta debugging) and printed as a readable interleaving;
 * ``linearizability``: concurrent node-list histories on real threads checked
-                  against the sequential specification.
+                  against the sequential specification;
+* ``stress-actors``: the all-actors workload on real threads (``actors_workload``): every
+                  actor of issue 16 at once, nothing lost or acquired twice, no redelivery to
+                  a rejecter, group ownership, no stall;
+* ``races``     : the other actors (issue 16) racing the consumers on the deterministic
+                  scheduler (``races.py``): a pull against a delete or the housekeeping
+                  thread's expiry, a delete waiting for a held entry, a reject, a message
+                  group freed while another consumer pulls; every schedule with 0, 1, then 2
+                  deviations, fewest first, checked against the model's claims for them.
+
+The trace engines (``explorer``, ``random``, ``hypothesis``) run on ``TRACE_CONFIGS`` first, then
+on ``ACTOR_CONFIGS`` (the other actors switched on), so a mutant of the original paths meets the
+same traces as before the actors existed.
 """
 
 from __future__ import annotations
@@ -294,6 +306,124 @@ def _unschedule_after_release(self):
     return sent
 
 
+# -- the other actors (issue 16) --------------------------------------------------------------
+
+
+def _may_take_ignoring_groups(self, c, entry):
+    """``mightAssign`` forgotten: only the rejecters are kept away from an entry."""
+    rb = entry.rejected_by
+    return rb is None or c.id not in rb
+
+
+def _accept_taking_over(self, c, entry):
+    """``acceptMessage`` never refuses: the group passes to whoever acquires one of its entries."""
+    g = entry.group
+    self._group_owner[g] = c
+    if self.group_policy == "shared":
+        entry.counted = True
+        self._group_count[g] = self._group_count.get(g, 0) + 1
+    return True
+
+
+def _after_delete_silent(self, reset):
+    """Upstream ``deleteEntry``: after the delete nobody is notified (DEV-016 reversed)."""
+    if reset:
+        self._reset_sub_pointers_for_groups()
+
+
+def _attempt_delivery_acquires_deleted(self, c):
+    """The acquire's CAS does not fail on a DELETED entry: a consumer that found an entry the
+    housekeeping thread (or a management delete) took meanwhile acquires it anyway, silently."""
+    while True:
+        if self._det:
+            self._point("pull.find", c.id)
+        with self._lock:
+            entry = self._next_for_locked(c)
+        if entry is None:
+            return None
+        if c.priority != _q.DEFAULT_PRIORITY and not self._no_higher(c, entry):
+            return None
+        if not c._allocate_credit():
+            return None
+        if self._det:
+            self._point("pull.acquire", c.id)
+        with self._lock:
+            acquired = entry.state is not _q._ACQUIRED and not c.closed  # the bug: DELETED passes
+            if acquired and self.group_policy is not None and entry.group is not None:
+                acquired = self._accept_locked(c, entry)
+            if acquired:
+                if entry.state is _q._AVAILABLE:
+                    self._available -= 1
+                    if entry.group is not None:
+                        self._group_avail[entry.group] -= 1
+                entry.state = _q._ACQUIRED
+                entry.owner = c.id
+                entry.sent = False
+                c._acquired.add(entry.id)
+        if acquired:
+            c._settle_credit()
+            return entry
+        c._restore_credit()
+        if c.closed or not c.desired:
+            return None
+
+
+_original_delete_entry = Q._delete_entry
+
+
+def _delete_steals_unsent(self, msg_id, reason):
+    """``makeAcquisitionStealable`` forgotten: a delete steals an acquisition its consumer has not
+    sent yet, instead of waiting for the send (the IO thread then sends an entry it no longer holds)."""
+    with self._lock:
+        entry = self._entries.get(msg_id)
+        if entry is not None and entry.state is _q._ACQUIRED:
+            entry.sent = True
+    return _original_delete_entry(self, msg_id, reason)
+
+
+def _unhold_dropping_delete(self, msg_id):
+    """A delete that waits for a held entry is forgotten when the entry is un-held: the entry is
+    offered to consumers instead of deleted."""
+    with self._lock:
+        entry = self._entries.get(msg_id)
+        if entry is not None and entry.delete_pending is not None:
+            entry.delete_pending = None
+            self._delete_waiting.discard(msg_id)
+    return _original_unhold(self, msg_id)
+
+
+def _reject_as_release(self, msg_id, consumer):
+    """Reject forgets the rejecter (``QueueEntryImpl.reject`` without ``_rejectedBy``): the entry is
+    simply released, and the rejecting consumer may be given it again."""
+    if not self.release_owned(msg_id, consumer):
+        raise _q.QueueError(f"reject of message {msg_id} by {consumer.id!r}: it does not hold it")
+    return True
+
+
+def _group_left_never_frees(self, entry):
+    """The shared group's listener counts the entry out but never gives the group up: the group
+    stays with its consumer after its last entry was settled or released."""
+    if not entry.counted:
+        return False
+    entry.counted = False
+    g = entry.group
+    self._group_count[g] = self._group_count[g] - 1
+    return False
+
+
+def _no_group_reset(self):
+    """``resetSubPointersForGroups`` forgotten: when a group is freed, no consumer's pointer moves
+    back and nobody is notified of the group's waiting entries."""
+    return None
+
+
+def _unregister_keeps_assignments(self, c):
+    """Standard groups: ``clearAssignments`` forgotten on removal: the group stays assigned to the
+    removed consumer for ever."""
+    mine = [g for g, owner in self._group_owner.items() if owner is c]
+    return any(self._group_avail.get(g, 0) > 0 for g in mine)
+
+
 _QCM = QueueConsumerManager
 _QC = _q.QueueConsumer
 _NL = _nl.NodeList
@@ -351,6 +481,34 @@ MUTANTS: dict[str, Mutant] = {
         Mutant("unschedule-after-release", "the connection clears its scheduled flag just after releasing its lock, "
                "not under it: a wake-up in that window is lost", "lock-release window",
                ((_CONN, "process", _unschedule_after_release),)),
+        # -- the other actors (issue 16): housekeeping / management deletes, reject, message groups
+        Mutant("group-owner-ignored", "a consumer that does not own a message group takes one of its entries "
+               "(mightAssign / acceptMessage never refuse)", "group ownership",
+               ((Q, "_may_take_locked", _may_take_ignoring_groups), (Q, "_accept_locked", _accept_taking_over))),
+        Mutant("delete-no-notify", "a delete that freed the way for an interested consumer notifies nobody "
+               "(upstream deleteEntry, DEV-016)", "lost wake-up",
+               ((Q, "_after_delete", _after_delete_silent),)),
+        Mutant("acquire-deleted", "a consumer acquires an entry the housekeeping thread deleted after the consumer "
+               "found it (the acquire's CAS lets DELETED through): it loses the race with expiry silently",
+               "race with expiry", ((Q, "_attempt_delivery", _attempt_delivery_acquires_deleted),)),
+        Mutant("delete-steals-unsent", "a delete steals an acquisition that was not sent yet instead of waiting for "
+               "the send: the consumer is sent an entry it no longer holds", "race with expiry",
+               ((Q, "_delete_entry", _delete_steals_unsent),)),
+        Mutant("unhold-drops-delete", "a delete waiting for a held entry is dropped when the entry is un-held: "
+               "the entry is delivered instead of deleted", "race with expiry",
+               ((Q, "unhold", _unhold_dropping_delete),)),
+        Mutant("reject-redelivers", "a rejected entry is released for everyone, the rejecter included "
+               "(redelivered to the consumer that rejected it)", "reject",
+               ((Q, "reject", _reject_as_release),)),
+        Mutant("shared-group-never-freed", "a shared group is never given up once its last entry was settled or "
+               "released: the others wait for it for ever", "group ownership",
+               ((Q, "_group_left_locked", _group_left_never_frees),)),
+        Mutant("group-reset-skipped", "a freed group resets no pointer: nobody is notified of its waiting entries "
+               "(resetSubPointersForGroups forgotten)", "lost wake-up",
+               ((Q, "_reset_sub_pointers_for_groups", _no_group_reset),)),
+        Mutant("assigned-group-kept", "a removed consumer keeps its standard (assigned) groups: their entries wait "
+               "for ever", "group ownership",
+               ((Q, "_unregister_groups_locked", _unregister_keeps_assignments),)),
     ]
 }
 
@@ -397,15 +555,22 @@ def _checker(config: str, *, record: bool = False):
 #: configurations the trace engines run on: together they enable every action
 #: (held messages, consumers joining, both suspension reasons, equal priorities)
 TRACE_CONFIGS = ("small", "reference", "held", "dynamic", "reasons", "same-priority")
+#: ... then these, with the other actors (issue 16) on: deletes / expiry, reject, both group
+#: policies, all of them together (run after TRACE_CONFIGS, so the mutants of the original paths
+#: meet the same traces first)
+from .build_corpus import ACTOR_CONFIGS  # noqa: E402 - one list for the corpus and the engines
 #: environment steps (credit, suspend/resume, release, removal) per run
 ENV_BUDGET = 2
 
 
 #: calls per sequence of the explorer engine's shortest-first phase (every sequence up to it)
 EXPLORER_DEPTH = 2
-#: seeded random traces of 40 calls (random engine)
-RANDOM_TRACES = 400
-#: examples per configuration for the hypothesis engine (the CI test lowers it)
+#: seeded random traces of 40 calls (random engine), on TRACE_CONFIGS, then on ACTOR_CONFIGS
+RANDOM_TRACES, ACTOR_RANDOM_TRACES = 400, 240
+#: schedules of the races engine (every schedule with <= 2 deviations of its scenarios is 5,619)
+RACE_SCHEDULES = 1500
+#: examples per configuration for the hypothesis engine (the CI test lowers it); on ACTOR_CONFIGS
+#: a third of it (their calls are the original ones plus two, and the explorer takes every transition)
 HYPOTHESIS_EXAMPLES = 150
 #: messages per publisher of the real-thread stress run (three publishers)
 STRESS_MESSAGES = 3000
@@ -443,15 +608,87 @@ def _leaf_paths(cfg: str) -> list[list[tuple]]:
     return _LEAF_PATHS[cfg]
 
 
+_EDGE_PATHS: dict[str, list[list[tuple]]] = {}
+
+
+def _edge_paths(cfg: str) -> list[list[tuple]]:
+    """Call sequences of the call-level model that together take every transition of its bounded
+    state graph (a greedy transition cover: from the initial state, an untaken call while the
+    current state has one, else the shortest way to the nearest state that has one).  The other
+    actors' bugs show on one call from one state (a delete notifying nobody), which the paths to
+    every leaf can pass by."""
+    from collections import deque
+
+    if cfg not in _EDGE_PATHS:
+        _, model = _checker(cfg)
+        succ: dict = {}
+        init = model.init_states()[0]
+        todo = deque([init])
+        succ[init] = None
+        while todo:
+            s = todo.popleft()
+            out = [(a, x) for a, _, x in model.successors(s)]
+            succ[s] = out
+            for _, x in out:
+                if x not in succ:
+                    succ[x] = None
+                    todo.append(x)
+        left = {s: list(out) for s, out in succ.items() if out}
+        paths: list[list[tuple]] = []
+        while left:
+            s, path = init, []
+            while True:
+                if left.get(s):
+                    a, x = left[s].pop(0)
+                    if not left[s]:
+                        del left[s]
+                    path.append(a)
+                    s = x
+                    continue
+                # the nearest state with an untaken call, reachable from here
+                back = {s: None}
+                q2 = deque([s])
+                found = None
+                while q2 and found is None:
+                    u = q2.popleft()
+                    for a, x in succ[u]:
+                        if x not in back:
+                            back[x] = (u, a)
+                            if x in left:
+                                found = x
+                                break
+                            q2.append(x)
+                if found is None:
+                    break
+                route = []
+                v = found
+                while back[v] is not None:
+                    u, a = back[v]
+                    route.append(a)
+                    v = u
+                path.extend(reversed(route))
+                s = found
+            if not path:
+                break
+            paths.append(path)
+        _EDGE_PATHS[cfg] = paths
+    return _EDGE_PATHS[cfg]
+
+
 def engine_explorer(budget: Budget) -> Detection:
     """Shortest first: every call sequence up to ``EXPLORER_DEPTH`` (scaled: depth + 1 per
-    doubling) on every configuration, before anything longer; then the path to every leaf."""
+    doubling) on every configuration, before anything longer; then the path to every leaf; then
+    the same on ``ACTOR_CONFIGS``, with paths that take every transition instead of the leaves."""
     clock = Clock(budget)
     depth = EXPLORER_DEPTH + max(0, int(budget.scale).bit_length() - 1)
     replayed = 0
-    phases = [("short", cfg, _short_sequences(cfg, depth)) for cfg in TRACE_CONFIGS]
-    phases += [("leaf", cfg, None) for cfg in TRACE_CONFIGS]
+    phases = [("short", cfg, None) for cfg in TRACE_CONFIGS] + [("leaf", cfg, None) for cfg in TRACE_CONFIGS]
+    phases += [("short", cfg, None) for cfg in ACTOR_CONFIGS] + [("edge", cfg, None) for cfg in ACTOR_CONFIGS]
     for phase, cfg, seqs in phases:
+        if phase == "short":
+            seqs = _short_sequences(cfg, depth)
+        elif phase == "edge":
+            seqs = _edge_paths(cfg)
         checker, _ = _checker(cfg)
         for actions in seqs if seqs is not None else _leaf_paths(cfg):
             run = checker.replay(actions)
@@ -460,16 +697,18 @@ def engine_explorer(budget: Budget) -> Detection:
                 return clock.killed(f"{cfg}: {run.divergence.describe()}", checker.minimise(run), f"{replayed} paths")
             if clock.over():
                 return clock.capped(f"{replayed} paths")
-    return clock.survived(f"{replayed} paths (every sequence of <= {depth} calls, then every leaf) conform", f"{replayed} paths")
+    return clock.survived(f"{replayed} paths (every sequence of <= {depth} calls, then every leaf; with the other "
+                          "actors, every transition) conform", f"{replayed} paths")
 
 
 def engine_random(budget: Budget) -> Detection:
     from conq.conformance.generate import derive_seed
 
     clock = Clock(budget)
-    traces = budget.count(RANDOM_TRACES)
+    base, extra = budget.count(RANDOM_TRACES), budget.count(ACTOR_RANDOM_TRACES)
+    traces = base + extra
     for i in range(traces):
-        cfg = TRACE_CONFIGS[i % len(TRACE_CONFIGS)]
+        cfg = TRACE_CONFIGS[i % len(TRACE_CONFIGS)] if i < base else ACTOR_CONFIGS[(i - base) % len(ACTOR_CONFIGS)]
         checker, _ = _checker(cfg)
         run = checker.walk(derive_seed(0, i), 40)
         if not run.ok:
@@ -487,19 +726,22 @@ def engine_hypothesis(budget: Budget) -> Detection:
 
     clock = Clock(budget)
     examples = budget.count(HYPOTHESIS_EXAMPLES)
-    for k, cfg in enumerate(TRACE_CONFIGS):
+    configs = TRACE_CONFIGS + ACTOR_CONFIGS
+    for k, cfg in enumerate(configs):
         _, model = _checker(cfg)
+        n = examples if cfg in TRACE_CONFIGS else max(1, examples // 3)
         try:
             run_state_machine_as_test(
                 machine_for(model, _driver_cls()),
-                settings=settings(max_examples=examples, stateful_step_count=30, deadline=None, database=None,
+                settings=settings(max_examples=n, stateful_step_count=30, deadline=None, database=None,
                                   derandomize=True, suppress_health_check=list(HealthCheck)),
             )
         except AssertionError as e:
             return clock.killed(f"{cfg}: {str(e).splitlines()[0]}", getattr(e, "actions", []), f"{k + 1} configurations")
         if clock.over():
-            return clock.capped(f"{k + 1} of {len(TRACE_CONFIGS)} configurations")
-    return clock.survived("no failing example", f"{examples} examples x {len(TRACE_CONFIGS)} configurations")
+            return clock.capped(f"{k + 1} of {len(configs)} configurations")
+    return clock.survived("no failing example", f"{examples} examples x {len(TRACE_CONFIGS)} configurations + "
+                          f"{max(1, examples // 3)} x {len(ACTOR_CONFIGS)}")
 
 
 def engine_stress(budget: Budget) -> Detection:
@@ -580,6 +822,57 @@ def engine_linearizability(budget: Budget) -> Detection:
     return clock.survived(f"{spent} linearizable", spent)
 
 
+#: messages of the all-actors stress run (``impl/consumer_lists/actors_workload.py``), ten threads
+STRESS_ACTOR_MESSAGES = 20_000
+
+
+def engine_stress_actors(budget: Budget) -> Detection:
+    """The all-actors workload on real threads (``actors_workload.run_all_actors``: publishers,
+    consumers of three priorities, housekeeping expiry, management deletes and un-holds, rejects,
+    releases, both group policies, consumer churn and flow toggling): nothing lost, nothing acquired
+    twice, no redelivery to a rejecter, group ownership, no stall.  Its stall detector (no progress
+    for ``stall_timeout`` seconds with work pending) is a finding, as the ``stress`` engine's."""
+    import threading
+
+    from conq.impl.consumer_lists.actors_workload import run_all_actors
+
+    clock = Clock(budget)
+    n = budget.count(STRESS_ACTOR_MESSAGES)
+    spent = f"{n:,} messages"
+    outcome: list[Detection] = []
+
+    def run() -> None:
+        try:
+            run_all_actors(n, threads=10, seed=1, stall_timeout=20.0, timeout=budget.max_seconds)
+            outcome.append(clock.survived(f"{spent}, all checks pass", spent))
+        except Exception as e:  # a failed check, or a crash inside the implementation
+            text = str(e).splitlines()[0] if str(e) else ""
+            outcome.append(clock.killed(f"{type(e).__name__}: {text[:300]}", spent=spent))
+
+    watcher = threading.Thread(target=run, name="stress-actors-engine", daemon=True)
+    watcher.start()
+    watcher.join(timeout=budget.max_seconds + 30.0)
+    if watcher.is_alive():
+        return clock.killed("the implementation hung (deadlock or livelock): the run never ended", spent=spent)
+    return outcome[0]
+
+
+def engine_races(budget: Budget) -> Detection:
+    """The other actors racing the consumers (``races.py``): every schedule with 0, then 1, then 2
+    deviations of each scenario, fewest first, up to ``RACE_SCHEDULES`` schedules."""
+    from .races import explore_races
+
+    clock = Clock(budget)
+    count = budget.count(RACE_SCHEDULES)
+    result = explore_races(count, stop=clock.over)
+    spent = f"{result.explored} schedules"
+    if result.failure is not None:
+        return clock.killed(result.failure, [(d.thread, d.at, d.to) for d in result.schedule], spent)
+    if result.stopped:
+        return clock.capped(f"{result.explored} of {count} schedules")
+    return clock.survived(f"{result.describe()}: every check passes", spent)
+
+
 ENGINES = {
     "explorer": engine_explorer,
     "random": engine_random,
@@ -587,6 +880,8 @@ ENGINES = {
     "stress": engine_stress,
     "schedules": engine_schedules,
     "linearizability": engine_linearizability,
+    "races": engine_races,
+    "stress-actors": engine_stress_actors,
 }
 
 CATALOGUE = Catalogue("consumer-lists", MUTANTS, ENGINES)

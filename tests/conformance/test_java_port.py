@@ -11,6 +11,7 @@ import pytest
 
 from conq.catalog import repo_root
 from conq.conformance.consumer_lists.build_corpus import PASS_CONFIGS
+from conq.conformance import trace
 from conq.conformance.suite import run_suite
 
 SOURCE = repo_root() / "conformance" / "consumer_lists" / "ports" / "java" / "ConsumerListsPort.java"
@@ -29,8 +30,14 @@ def java_port(tmp_path_factory):
     return f"stdio:java -Xshare:auto -XX:TieredStopAtLevel=1 -cp {build} ConsumerListsPort"
 
 
-def test_java_port_passes_the_golden_corpus(java_port):
-    res, model = run_suite("consumer-lists", impl_spec=java_port, traces=0, corpus=CORPUS, timeout=30)
+def test_java_port_passes_the_golden_corpus(java_port, tmp_path):
+    # the Java port was written before issue 16's other actors (deletes, reject, groups): it answers
+    # their configurations with error 14 (unsupported configuration), so it is held to the corpus of
+    # the six configurations it implements
+    for p in CORPUS.glob("*.ndjson"):
+        if trace.read(p).config_name in PASS_CONFIGS:
+            (tmp_path / p.name).write_bytes(p.read_bytes())
+    res, model = run_suite("consumer-lists", impl_spec=java_port, traces=0, corpus=tmp_path, timeout=30)
     assert res.ok and res.corpus == res.corpus_ok == 27, "\n".join(f.describe(model) for f in res.failures)
     assert res.corpus_replayed_diverge == 9
 

@@ -61,7 +61,8 @@ def test_declared_calls_must_match_the_view():
 
 
 def test_corpus_through_a_stdio_port_inits_per_configuration(tmp_path):
-    # a port that logs each init's configuration: the corpus mixes 6 configurations, each a fresh init
+    # a port that logs each init's configuration: the corpus mixes 12 configurations (the six of the
+    # original paths, the six of issue 16's other actors), each a fresh init
     log = tmp_path / "inits"
     port = tmp_path / "logging_port.py"
     port.write_text(
@@ -78,11 +79,11 @@ def test_corpus_through_a_stdio_port_inits_per_configuration(tmp_path):
         "sys.exit(port.serve(Tee(sys.stdin), sys.stdout))\n"
     )
     res, model = run_suite("consumer-lists", impl_spec=f"stdio:{sys.executable} {port}", traces=0, corpus=CORPUS)
-    assert res.corpus_ok == res.corpus == 27, [f.describe(model) for f in res.failures]
-    assert res.corpus_replayed_diverge == 9
+    assert res.corpus_ok == res.corpus == 49, [f.describe(model) for f in res.failures]
+    assert res.corpus_replayed_diverge == 13
     inits = log.read_text().splitlines()
     # a fresh init whenever the configuration changes (files run in name order), and only then
-    assert len(set(inits)) == 6 and all(a != b for a, b in zip(inits, inits[1:]))
+    assert len(set(inits)) == 12 and all(a != b for a, b in zip(inits, inits[1:]))
 
 
 def test_a_diverge_trace_replayed_catches_an_implementation_with_that_bug():
