@@ -1,89 +1,161 @@
-"""Explorer throughput on the consumer-lists model.
+"""Explorer throughput, old vs new, side by side in one run (issue 18).
 
-Runs a ladder of ever larger configurations of the reference behaviour and reports, for each, the
-distinct states, transitions, search time, graph-analysis (liveness) time and distinct states per
-second of the search; then names the largest configuration whose whole check (search + analysis)
-finished within the time limit.  One core, no symmetry reduction unless --symmetry.
+Every measurement runs in a fresh subprocess (so its peak resident memory is its own) on one
+configuration of a model (default: the consumer-lists reference) and reports distinct states,
+transitions, search seconds, distinct states per second, and bytes per state (the peak
+resident memory above the process's memory just before the search, divided by the states).
+The rows:
 
-    /work/main/.venv/bin/python bench/explorer_throughput.py [--limit 60] [--no-liveness] [--quick]
+* ``old``: the explorer before issue 18 (``model/engines/explorer.py`` at ``--baseline``, default
+  ``a27f5be``, read from git history into a temporary file: needs a git checkout);
+* ``new``: the default mode (whole states, the compact graph);
+* ``fingerprints``: 64-bit fingerprints and a parent map;
+* ``workers=1`` / ``workers=2``: the fingerprint-partitioned search over 1 and 2 worker
+  processes (the ratio of the two is the parallel speed-up; both run on this machine's cores,
+  shared with whatever else runs on it; their bytes/state is only indicative: the largest
+  worker's peak less the coordinator's memory before the search);
+
+then, unless --no-liveness, the whole check with liveness, old and new: search seconds beside
+liveness-analysis seconds.  With --repeat N each row is the median of N runs.
+
+    /work/main/.venv/bin/python bench/explorer_throughput.py [--model consumer-lists] [--config reference]
+        [--set KEY=VALUE ...] [--repeat 3] [--no-liveness] [--quick] [--json]
+
+--quick uses the ``small`` configuration (seconds, for a smoke test).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
+import statistics
+import subprocess
 import sys
 import time
+from pathlib import Path
 
-from conq.model.engines.explorer import explore
+HERE = Path(__file__).resolve().parent
+#: the commit whose explorer is the ``old`` row (the last one before issue 18's changes)
+BASELINE = "a27f5be"
+_BASELINE_FILE: list = []
+
+
+def _baseline_file() -> Path:
+    """The baseline explorer, read from git history once per run into a temporary file (removed at
+    exit): the bench compares against history instead of a copy of the old code kept in the tree."""
+    if not _BASELINE_FILE:
+        import atexit
+        import subprocess
+        import tempfile
+
+        try:
+            src = subprocess.run(["git", "-C", str(HERE.parent), "show", f"{BASELINE}:model/engines/explorer.py"],
+                                 capture_output=True, text=True, check=True).stdout
+        except (OSError, subprocess.CalledProcessError) as e:
+            sys.exit(f"error: the 'old' row needs git history with commit {BASELINE} ({e}); "
+                     "run from a git checkout of conq, or pass --baseline REV")
+        fd, name = tempfile.mkstemp(prefix="conq-explorer-baseline-", suffix=".py")
+        with os.fdopen(fd, "w") as f:
+            f.write(src)
+        atexit.register(os.unlink, name)
+        _BASELINE_FILE.append(Path(name))
+    return _BASELINE_FILE[0]
+
+_CHILD = r"""
+import json, resource, sys, time, importlib.util
+sys.path.insert(0, {here!r})
 from conq.model.engines.registry import load_model
+from conq.model.engines.explorer import rss_bytes
+mode, model, config, overrides, liveness = {args!r}
+m = load_model(model, config, overrides)
+if mode == "old":
+    spec = importlib.util.spec_from_file_location("explorer_v0", {baseline!r})
+    mod = importlib.util.module_from_spec(spec); sys.modules["explorer_v0"] = mod; spec.loader.exec_module(mod)
+    run = lambda: mod.explore(m, liveness=liveness)
+else:
+    from conq.model.engines.explorer import explore
+    kw = dict(new={{}}, fingerprints=dict(fingerprints=True))[mode] if not mode.startswith("workers") else {{}}
+    if mode.startswith("workers"):
+        from conq.model.engines.parallel import explore_parallel
+        run = lambda: explore_parallel(m, int(mode.split("=")[1]), None, False, None, [], None)
+    else:
+        run = lambda: explore(m, liveness=liveness, **kw)
+m.property_list()
+import numpy, scipy.sparse.csgraph, conq.model.engines.fpsearch, conq.model.engines.parallel, conq.model.engines.liveness  # imports are not the search's cost
+before = rss_bytes()
+t0 = time.perf_counter()
+ex = run()
+wall = time.perf_counter() - t0
+peak = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss) * 1024  # workers: the largest one
+live = [v.status for v in ex.verdicts if v.prop.kind.value == "leads-to"]
+print(json.dumps(dict(states=ex.states, transitions=ex.transitions, depth=ex.depth, complete=ex.complete,
+                      search_s=ex.search_seconds, analysis_s=ex.analysis_seconds, wall_s=wall,
+                      bytes_per_state=(peak - before) / max(ex.states, 1),
+                      violated=sorted(v.prop.name for v in ex.verdicts if v.status == "violated"),
+                      liveness=live)))
+"""
 
-# smallest first; every rung is the reference behaviour with larger bounds
-LADDER = [
-    ("small", {}),
-    ("reference", {"messages": 1}),
-    ("reference", {"messages": 2, "env_budget": 0}),
-    ("reference", {"messages": 2}),
-    ("reference", {"env_budget": 0}),
-    ("reference", {}),
-    ("reference", {"env_budget": 2}),
-]
+
+def measure(mode: str, model: str, config: str, overrides: dict, liveness: bool) -> dict:
+    code = _CHILD.format(here=str(HERE), baseline=str(_baseline_file()), args=(mode, model, config, overrides, liveness))
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise SystemExit(f"{mode}: failed:\n{r.stderr}")
+    return json.loads(r.stdout.strip().splitlines()[-1])
 
 
-def run(limit: float, liveness: bool, symmetry: bool, quick: bool) -> int:
-    rows = []
-    best = None
-    ladder = LADDER[:3] if quick else LADDER
-    for cname, ov in ladder:
-        m = load_model("consumer-lists", cname, ov)
-        t0 = time.perf_counter()
-        ex = explore(m, max_seconds=limit, liveness=liveness, symmetry=symmetry)
-        wall = time.perf_counter() - t0
-        row = {
-            "config": cname,
-            "overrides": ov,
-            "states": ex.states,
-            "transitions": ex.transitions,
-            "complete": ex.complete,
-            "search_s": round(ex.search_seconds, 2),
-            "analysis_s": round(ex.analysis_seconds, 2),
-            "total_s": round(wall, 2),
-            "states_per_s": round(ex.states / ex.search_seconds) if ex.search_seconds else None,
-            "ok": ex.ok,
-        }
-        rows.append(row)
-        print(
-            f"{cname:10} {json.dumps(ov):32} states={ex.states:>9,} transitions={ex.transitions:>10,} "
-            f"search={ex.search_seconds:7.2f}s analysis={ex.analysis_seconds:7.2f}s "
-            f"rate={row['states_per_s'] or 0:>8,}/s complete={ex.complete} ok={ex.ok}",
-            flush=True,
-        )
-        if ex.complete and wall <= limit:
-            best = row
-        else:
-            break
-    print()
-    print(f"python {platform.python_version()} on {platform.machine()}, liveness={'on' if liveness else 'off'}, "
-          f"symmetry={'on' if symmetry else 'off'}, limit {limit:.0f}s")
-    if best:
-        print(
-            f"largest configuration within {limit:.0f}s: {best['config']} {json.dumps(best['overrides'])}: "
-            f"{best['states']:,} states in {best['total_s']}s (search {best['search_s']}s, analysis {best['analysis_s']}s), "
-            f"{best['states_per_s']:,} distinct states/s in the search"
-        )
-    print(json.dumps(rows))
-    return 0
+def median_of(runs: list[dict]) -> dict:
+    out = dict(runs[0])
+    for key in ("search_s", "analysis_s", "wall_s", "bytes_per_state"):
+        out[key] = statistics.median(r[key] for r in runs)
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--limit", type=float, default=60.0, help="seconds a whole check may take")
-    ap.add_argument("--no-liveness", action="store_true", help="safety properties only")
-    ap.add_argument("--symmetry", action="store_true", help="symmetry reduction (liveness is then skipped)")
-    ap.add_argument("--quick", action="store_true", help="only the three smallest rungs")
+    ap.add_argument("--model", default="consumer-lists")
+    ap.add_argument("--config", default="reference")
+    ap.add_argument("--set", action="append", default=[], help="KEY=VALUE configuration override (JSON value)")
+    ap.add_argument("--repeat", type=int, default=3, help="runs per row (the median is shown; 1 for a quick look)")
+    ap.add_argument("--no-liveness", action="store_true", help="safety rows only (no liveness comparison)")
+    ap.add_argument("--quick", action="store_true", help="the small configuration")
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--baseline", default=None, help=f"git revision whose explorer is the 'old' row (default {BASELINE})")
     a = ap.parse_args(argv)
-    return run(a.limit, not a.no_liveness, a.symmetry, a.quick)
+    if a.baseline:
+        globals()["BASELINE"] = a.baseline
+    config = "small" if a.quick else a.config
+    overrides = {k: json.loads(v) for k, v in (s.split("=", 1) for s in a.set)}
+    rows: dict[str, dict] = {}
+    modes = ["old", "new", "fingerprints", "workers=1", "workers=2"]
+    print(f"{a.model} / {config} {json.dumps(overrides) if overrides else ''}  "
+          f"(python {platform.python_version()}, {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}, median of {a.repeat})")
+    print(f"{'mode':14} {'states':>10} {'transitions':>12} {'search s':>9} {'states/s':>10} {'bytes/state':>12}  vs old")
+    for mode in modes:
+        r = median_of([measure(mode, a.model, config, overrides, False) for _ in range(a.repeat)])
+        r["states_per_s"] = r["states"] / r["search_s"] if r["search_s"] else 0.0
+        rows[mode] = r
+        ratio = r["states_per_s"] / rows["old"]["states_per_s"] if rows["old"]["states_per_s"] else 0.0
+        print(f"{mode:14} {r['states']:>10,} {r['transitions']:>12,} {r['search_s']:>9.2f} {r['states_per_s']:>10,.0f} "
+              f"{r['bytes_per_state']:>12,.0f}  {ratio:.2f}x", flush=True)
+    same = {(r["states"], r["transitions"], tuple(r["violated"])) for r in rows.values()}
+    print(f"counts and safety verdicts identical in every mode: {len(same) == 1}")
+    w1, w2 = rows["workers=1"]["search_s"], rows["workers=2"]["search_s"]
+    print(f"2 workers vs 1 worker: {w1 / w2:.2f}x")
+    if not a.no_liveness:
+        print(f"\n{'with liveness':14} {'search s':>9} {'liveness s':>11} {'liveness/search':>16}  verdicts")
+        for mode in ("old", "new"):
+            r = median_of([measure(mode, a.model, config, overrides, True) for _ in range(a.repeat)])
+            rows[f"{mode}+liveness"] = r
+            print(f"{mode:14} {r['search_s']:>9.2f} {r['analysis_s']:>11.2f} {r['analysis_s'] / r['search_s']:>16.2f}  "
+                  f"{r['liveness']}", flush=True)
+        print("liveness verdicts identical: "
+              f"{rows['old+liveness']['liveness'] == rows['new+liveness']['liveness'] and rows['old+liveness']['violated'] == rows['new+liveness']['violated']}")
+    if a.json:
+        print(json.dumps(rows))
+    return 0
 
 
 if __name__ == "__main__":

@@ -15,6 +15,14 @@ Prints, for each size, side by side:
   sizes (goal <= 3 s);
 * the parallel efficiency Spark against Spark (local[2] / 2 x local[1]).
 
+``--beyond`` measures instead the replay targets whose graph the explorer does not complete
+(``spark_replay.BEYOND_EXPLORER``; no graph, coverage by fingerprints, Chao2 estimate): for each
+target and size, the in-process loop and Spark ``--master`` (default local[*]) side by side --
+seconds of the job, of the whole run with the Spark session, distinct states seen, the estimate and
+its interval -- which is what decides whether a target fits the main job (< ~40 s on local[*]):
+
+    .venv/bin/python bench/replay_scaling.py --beyond --sizes 1024,2048 --repeats 1
+
 Spark start-up is excluded from the timed part: ``run_replay`` reports the
 job alone (``job_seconds``: generation, replay, aggregation, Parquet writes,
 summary queries).  Every number of a size is measured in the same run, the
@@ -59,6 +67,44 @@ def spark(params, master: str, repeats: int) -> tuple[float, int]:
     return statistics.median(times), steps
 
 
+def beyond(sizes: list[int], length: int, repeats: int, master: str) -> int:
+    """The targets beyond the explorer: cost and what the campaign saw, per size."""
+    import json
+
+    from conq.conformance import spark_replay as sr
+    from conq.conformance.coverage_estimate import chao2, incidence_in_process
+
+    print(f"targets beyond the explorer, length {length}, {os.cpu_count()} CPUs, master {master}; load average at start: {load()}")
+    for (model, config, overrides), why in sr.BEYOND_EXPLORER.items():
+        print()
+        print(f"{model}/{config} {overrides}: {why}")
+        print(f"{'traces':>8}{'in-proc s':>11}{'job s':>8}{'run s':>8}{'steps':>10}{'states':>8}{'Chao2':>9}{'95% CI':>18}{'seen/est':>10}")
+        for n in sizes:
+            p = sr.ReplayParams(model=model, config_name=config, overrides=json.loads(overrides), traces=n, length=length,
+                                mode="coverage", minimise=False)
+            t_in = []
+            for _ in range(repeats):
+                t0 = time.perf_counter()
+                freqs, units, _growth = incidence_in_process(p)
+                t_in.append(time.perf_counter() - t0)
+            e_in = chao2(freqs["state"], units)
+            jobs, runs, s = [], [], None
+            for _ in range(repeats):
+                with TemporaryDirectory() as d:
+                    t0 = time.perf_counter()
+                    s = sr.run_replay(p, master=master, out=Path(d) / "out", say=lambda m: None)
+                    runs.append(time.perf_counter() - t0)
+                jobs.append(s.job_seconds)
+            e = s.state_estimate
+            assert e["observed"] == e_in.observed and s.graph.startswith("not explored"), (e, e_in, s.graph)
+            print(f"{n:>8,}{statistics.median(t_in):>11.2f}{statistics.median(jobs):>8.2f}{statistics.median(runs):>8.2f}"
+                  f"{s.steps:>10,}{e['observed']:>8,}{e['estimate']:>9,.0f}{e['low']:>9,.0f}-{e['high']:<8,.0f}"
+                  f"{100 * e['completeness']:>9.1f}%")
+    print(f"load average at the end: {load()}")
+    print("(run s: the whole run_replay with Spark session start-up, as the main job pays it; job s: the Spark job alone)")
+    return 0
+
+
 def load() -> str:
     try:
         return " ".join(f"{x:.1f}" for x in os.getloadavg())
@@ -75,7 +121,11 @@ def main() -> int:
     ap.add_argument("--length", type=int, default=30)
     ap.add_argument("--repeats", type=int, default=3, help="repeats of the smallest size (larger sizes: --big-repeats)")
     ap.add_argument("--big-repeats", type=int, default=1)
+    ap.add_argument("--beyond", action="store_true", help="measure the targets beyond the explorer (no graph, Chao2)")
+    ap.add_argument("--master", default="local[*]", help="--beyond: the Spark master")
     args = ap.parse_args()
+    if args.beyond:
+        return beyond([int(x) for x in args.sizes.split(",")], args.length, args.repeats, args.master)
     from conq.conformance.spark_replay import ReplayParams
 
     sizes = [int(x) for x in args.sizes.split(",")]

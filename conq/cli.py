@@ -346,6 +346,10 @@ def check(
                                                help="Stop when conq's resident memory exceeds this many MB (exit 4: incomplete)."),
     symmetry: bool = typer.Option(False, "--symmetry", help="Symmetry reduction (safety only: liveness is skipped)."),
     no_liveness: bool = typer.Option(False, "--no-liveness", help="Skip liveness analysis."),
+    fingerprints: bool = typer.Option(False, "--fingerprints",
+                                      help="Keep 64-bit state fingerprints and a parent map only (about 20 bytes a state; liveness is skipped)."),
+    workers: int = typer.Option(1, "--workers", min=1, max=64,
+                                help="Worker processes (above 1: fingerprints partitioned by owner; liveness is skipped)."),
     report: Optional[Path] = typer.Option(None, "--report", help="Write a Markdown+JSON report into this folder."),
     json_out: bool = JsonOpt,
 ) -> None:
@@ -381,6 +385,8 @@ def check(
                     symmetry=symmetry,
                     liveness=not no_liveness,
                     progress=progress,
+                    fingerprints=fingerprints,
+                    workers=workers,
                 )
             results.append({"config": getattr(m, "config_name", cname), "settings": config_dict(m.config), **ex.summary()})
             worst = _worse(worst, _exploration_code(ex))
@@ -685,6 +691,7 @@ def replay(
     partitions: Optional[int] = typer.Option(None, "--partitions", min=1, help="Spark partitions (default: 4 per core, at most one per block)."),
     only: Optional[int] = typer.Option(None, "--only", min=0, help="Replay trace INDEX alone, in this process, and print its verdict."),
     no_truth: bool = typer.Option(False, "--no-truth", help="Do not explore the bounded graph for the coverage truth."),
+    no_graph: bool = typer.Option(False, "--no-graph", help="For targets beyond the explorer: no exhaustive graph; coverage by state fingerprints, growth curve and a Chao2 estimate of the unseen states (automatic for known large targets)."),
     json_out: bool = JsonOpt,
 ) -> None:
     """Generate and replay many traces on Spark; report conformance and coverage against the exhaustive graph."""
@@ -712,7 +719,7 @@ def replay(
                         out.print(f"minimised: {data['minimised']}", markup=False)
                 return EXIT_OK if data["ok"] else EXIT_VIOLATION
             say = (lambda msg: None) if json_out else (lambda msg: err.print(f"[dim]replay:[/] {msg}"))
-            s = run_replay(params, master=master, out=out_dir, partitions=partitions, truth=not no_truth, say=say)
+            s = run_replay(params, master=master, out=out_dir, partitions=partitions, truth=not (no_truth or no_graph), say=say)
         except ReplayError as e:
             raise UsageProblem(str(e)) from None
         if json_out:
@@ -732,6 +739,11 @@ def replay(
             out.print(table)
             if s.missed:
                 out.print(f"not covered: {s.missed}", markup=False)
+            if s.state_estimate:
+                from conq.conformance.coverage_estimate import Estimate
+
+                e = Estimate(**{k: s.state_estimate[k] for k in ("observed", "units", "q1", "q2", "estimate", "se", "low", "high", "conf", "sample_coverage")})
+                out.print(f"states, estimated (Chao2 per {s.unit}): {e.describe()}", markup=False)
             for v in s.violations[:5]:
                 out.print(f"[red]trace {v['index']}[/]: {v['divergence']}\n  minimised: {v['minimised']}\n  replay: {v['replay']}")
             out.print(f"report: {s.out}/report.md")

@@ -88,6 +88,9 @@ def replay_stage(out_dir: Path, console: Console) -> list[dict[str, Any]]:
             rows.append({"stage": "spark replay", "subject": model, "result": str(e), "ok": False, "seconds": 0.0})
             continue
         cover = f"{s.states_covered:,} states" + (f" ({100 * s.state_fraction:.1f}% of {s.graph_states:,})" if s.graph_states else "")
+        if not s.graph_states and s.state_estimate:  # beyond the explorer: how close, by the Chao2 estimate
+            e = s.state_estimate
+            cover += f" (no graph; Chao2 estimate {e['estimate']:,.0f}, 95% CI {e['low']:,.0f}-{e['high']:,.0f}: {100 * e['completeness']:.0f}% seen)"
         rows.append({
             "stage": "spark replay",
             "subject": f"{model}/{config} on local[*] (coverage-guided)",

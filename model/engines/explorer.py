@@ -2,9 +2,22 @@
 
 Breadth-first over plain Python containers (building a networkx graph during
 the search was measured 8x slower), so the first violation found of each
-invariant is a shortest counterexample.  The networkx graph is built
-afterwards, only when an analysis needs it: liveness (strongly connected
-components of the not-yet-goal subgraph under weak fairness) and coverage.
+invariant is a shortest counterexample.  The graph is kept as flat integer
+triples; a networkx graph is built only on request (:meth:`Exploration.graph`).
+
+Where the time goes (issue 18, pyinstrument on the consumer-lists reference, safety only):
+before, the model's ``successors`` took about 38% of the search, the properties about 33% and
+the explorer's own loop (tuple hashing, label interning on every edge, a per-transition
+dispatch of the step properties and per-state closure calls) about 28%.  The loop now
+interns labels only when edges are kept, records the parent edge as a successor position,
+dispatches step properties through per-action tables that drop a check once violated and a
+witness once reached, and is inlined: the model's own code is now over 80% of the search,
+so the rest of a one-core speed-up has to come from the models (or compiled successors).
+
+Modes: whole states (this module, the default: the graph is kept for liveness and coverage),
+fingerprints with a parent map (:mod:`conq.model.engines.fpsearch`), and worker processes
+partitioned by fingerprint (:mod:`conq.model.engines.parallel`).  Liveness runs on the compact
+graph with a C routine for the components (:mod:`conq.model.engines.liveness`).
 
 What it reports, as Stateright and TLC do: distinct states, transitions,
 depth, time (search and analysis apart), every violated invariant with its
@@ -18,146 +31,15 @@ import os
 import threading
 import time
 from array import array
-from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from conq.model.kernel import Kind, Model, Path, Property
-
-
-@dataclass
-class Verdict:
-    """The outcome of one property on one run of the explorer."""
-
-    prop: Property
-    #: "holds" | "violated" | "vacuous" | "witnessed" | "unreached" | "skipped" | "unknown" (a
-    #: witness or state not reached by a search that was cut short: no verdict)
-    status: str
-    path: Path | None = None  # counterexample (violated) or witness (holds/witnessed)
-    cycle: Path | None = None  # liveness: the repeated part of the lasso
-    detail: str = ""
-
-    @property
-    def ok(self) -> bool:
-        return self.status in ("holds", "witnessed")
-
-
-@dataclass
-class Exploration:
-    """Everything an exhaustive run found."""
-
-    model: Model
-    states: int
-    transitions: int
-    depth: int
-    search_seconds: float
-    analysis_seconds: float
-    complete: bool  # False when a state or time bound cut the search
-    verdicts: list[Verdict]
-    #: index -> canonical state; kept for graph analyses and coverage
-    state_list: list[Any] = field(repr=False, default_factory=list)
-    #: flat (src, dst, label id) triples
-    edges: array = field(repr=False, default_factory=lambda: array("l"))
-    labels: list[tuple] = field(repr=False, default_factory=list)
-    stop_reason: str = ""
-    #: BFS tree: index -> parent index (-1 for initial states) and label id of the edge from it
-    parent: array = field(repr=False, default_factory=lambda: array("l"))
-    via: list[int] = field(repr=False, default_factory=list)
-
-    def path(self, idx: int) -> Path:
-        """The shortest path (as found by the search) from an initial state to state ``idx``."""
-        chain = []
-        while idx != -1:
-            chain.append(idx)
-            idx = self.parent[idx]
-        chain.reverse()
-        labels = [self.labels[self.via[k]] for k in chain[1:]]
-        return _concretise(self.model, self.state_list[chain[0]], labels, None, [])
-
-    def leaves(self) -> list[int]:
-        """States that are no other state's BFS parent: their paths cover every state."""
-        parents = set(self.parent)
-        return [i for i in range(len(self.state_list)) if i not in parents]
-
-    @property
-    def ok(self) -> bool:
-        return self.complete and all(v.ok or v.status == "skipped" for v in self.verdicts)
-
-    @property
-    def violations(self) -> list[Verdict]:
-        return [v for v in self.verdicts if v.status == "violated"]
-
-    def verdict(self, name: str) -> Verdict:
-        for v in self.verdicts:
-            if v.prop.name == name:
-                return v
-        raise KeyError(name)
-
-    def graph(self):
-        """The reachable graph as a ``networkx.MultiDiGraph`` over state indices;
-        edge attribute ``label`` is ``(action, observation)``."""
-        import networkx as nx
-
-        g = nx.MultiDiGraph()
-        g.add_nodes_from(range(len(self.state_list)))
-        e = self.edges
-        labels = self.labels
-        g.add_edges_from((e[i], e[i + 1], {"label": labels[e[i + 2]]}) for i in range(0, len(e), 3))
-        return g
-
-    def summary(self) -> dict[str, Any]:
-        return {
-            "model": self.model.name,
-            "states": self.states,
-            "transitions": self.transitions,
-            "depth": self.depth,
-            "complete": self.complete,
-            "stop_reason": self.stop_reason,
-            "search_seconds": round(self.search_seconds, 4),
-            "analysis_seconds": round(self.analysis_seconds, 4),
-            "states_per_second": round(self.states / self.search_seconds) if self.search_seconds > 0 else None,
-            "ok": self.ok,
-            "properties": [
-                {
-                    "name": v.prop.name,
-                    "kind": v.prop.kind.value,
-                    "claim": v.prop.claim,
-                    "status": v.status,
-                    "detail": v.detail,
-                    "path": _path_json(self.model, v.path) if v.path is not None else None,
-                    "cycle": _path_json(self.model, v.cycle) if v.cycle is not None else None,
-                }
-                for v in self.verdicts
-            ],
-        }
-
-
-def _path_json(model: Model, path: Path) -> dict[str, Any]:
-    return {
-        "init": model.view(path.init),
-        "steps": [{"action": list(a), "observation": o, "state": model.view(t)} for a, o, t in path.steps],
-    }
+from conq.model.kernel import Kind, Model, Path
+from conq.model.engines.results import (  # noqa: F401 - re-exported: the explorer's public names
+    Exploration, GuardInterrupt, SearchProgress, Verdict, _Checks, _concretise, _path_json, _path_of_chain,
+)
 
 
 # -- resource guards -------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class SearchProgress:
-    """What a progress callback is told, about twice a second, from the exploring thread."""
-
-    states: int
-    transitions: int
-    depth: int
-    seconds: float
-    rss_bytes: int | None  # resident memory of this process (None: unknown on this platform)
-
-
-class GuardInterrupt(BaseException):
-    """Raised into the exploring thread when a limit was exceeded and the search did not
-    stop at a state boundary within the grace period: one call into the model (its initial
-    states, one state's successors, a property) or the liveness analysis ran on.  A
-    BaseException, so that a model's ``except Exception`` cannot swallow it; it never
-    leaves :func:`explore`."""
 
 
 try:
@@ -292,6 +174,8 @@ def explore(
     keep_edges: bool | None = None,
     progress: Callable[[SearchProgress], None] | None = None,
     progress_interval: float = 0.5,
+    fingerprints: bool = False,
+    workers: int = 1,
 ) -> Exploration:
     """Explore every reachable state of ``model`` (breadth first).
 
@@ -301,6 +185,15 @@ def explore(
     ``keep_edges`` (default: when liveness is checked) keeps the transition
     list for graph analyses.
 
+    ``fingerprints`` stores a stable 64-bit fingerprint per state and a parent
+    map instead of whole states (about 20 bytes per state instead of about 2 KB;
+    counterexamples are rebuilt by re-running the recorded successor positions
+    from the initial state); ``workers`` > 1 splits the fingerprints over that
+    many processes, each owning the states whose fingerprint falls to it
+    (:mod:`conq.model.engines.parallel`).  Both check the safety properties and
+    witnesses with the same counts and shortest counterexample lengths; liveness
+    needs the whole graph and is reported ``skipped`` in these modes.
+
     Limits: ``max_states`` (distinct states), ``max_seconds`` (search and
     liveness analysis together) and ``max_memory_mb`` (resident memory of the
     process).  Hitting one ends the run *incomplete* (``complete`` False,
@@ -309,11 +202,21 @@ def explore(
     long model calls too, not only between states.  ``progress`` is called
     from this thread every ``progress_interval`` seconds of the search.
     """
+    if workers < 1:
+        raise ValueError(f"workers: must be at least 1, got {workers}")
     box: list = []
     watch = None
     if max_seconds is not None or max_memory_mb is not None or progress is not None:
         watch = _Watch(box, time.perf_counter(), max_seconds, max_memory_mb, progress_interval if progress else None).start()
     try:
+        if workers > 1:
+            from conq.model.engines.parallel import explore_parallel
+
+            return explore_parallel(model, workers, max_states, symmetry, progress, box, watch)
+        if fingerprints:
+            from conq.model.engines.fpsearch import explore_fingerprints
+
+            return explore_fingerprints(model, max_states, symmetry, progress, box, watch)
         return _explore(model, max_states, symmetry, liveness, keep_edges, progress, box, watch)
     finally:
         if watch is not None:
@@ -321,9 +224,8 @@ def explore(
 
 
 def _explore(model: Model, max_states, symmetry, liveness, keep_edges, progress, box: list, watch: _Watch | None) -> Exploration:
-    props = model.property_list()
-    inv = [p for p in props if p.kind is Kind.ALWAYS]
-    inv_step = [p for p in props if p.kind is Kind.ALWAYS_STEP]
+    chk = _Checks(model)
+    props = chk.props
     live = [p for p in props if p.kind is Kind.LEADS_TO]
     check_live = liveness and not symmetry and bool(live)
     if keep_edges is None:
@@ -334,112 +236,95 @@ def _explore(model: Model, max_states, symmetry, liveness, keep_edges, progress,
     index: dict[Any, int] = {}
     states: list[Any] = []
     parent = array("l")
-    via: list[int] = []  # label id of the edge from parent
+    via = array("l")  # position of the edge from the parent in its successor list
     label_ids: dict[tuple, int] = {}
     labels: list[tuple] = []
     edges = array("l")
-    violated: dict[str, int] = {}  # invariant -> state idx (or step: idx of target)
-    violated_step: dict[str, tuple[int, int]] = {}  # step invariant -> (src idx, label id)
-    witnessed: dict[str, int] = {}  # witness/sometimes name -> state idx
-    witnessed_step: dict[str, tuple[int, int]] = {}
-
-    # Witness predicates are dropped from the hot loop once reached.
-    pending_w = [(p.name, p.witness) for p in inv] + [
-        (p.name, p.check) for p in props if p.kind is Kind.SOMETIMES
-    ]
-    live_triggers = [(p.name, p.trigger) for p in live]
-    inv_checks = [(p.name, p.check) for p in inv]
-
-    def admit(state: Any, par: int, lab: int) -> int:
-        idx = len(states)
-        index[state] = idx
-        states.append(state)
-        parent.append(par)
-        via.append(lab)
-        for name, chk in inv_checks:
-            if name not in violated and not chk(state):
-                violated[name] = idx
-        if pending_w:
-            for item in list(pending_w):
-                if item[1](state):
-                    witnessed[item[0]] = idx
-                    pending_w.remove(item)
-        if live_triggers:
-            for item in list(live_triggers):
-                if item[1](state):
-                    witnessed[item[0]] = idx
-                    live_triggers.remove(item)
-        return idx
+    # step events: (src idx, successor position, dst idx)
+    violated, witnessed = chk.violated, chk.witnessed
+    violated_step = chk.violated_step
 
     successors = model.successors
     depth_marks = [0, 0]  # BFS level boundaries
     complete = True
     stop_reason = ""
     transitions = 0
+    cap = max_states if max_states is not None else -1
     i = 0
     index_get = index.get
-
-    def intern(label: tuple) -> int:
-        lab = label_ids.get(label)
-        if lab is None:
-            lab = label_ids[label] = len(labels)
-            labels.append(label)
-        return lab
-
-    # step properties (and their witnesses) that apply, per action name: most step properties
-    # speak of one or two actions, and calling them for every transition dominated the search
-    step_for: dict[str, tuple] = {}
-    step_props = [p for p in inv_step]
-
-    def step_checks(name: str) -> tuple:
-        found = step_for.get(name)
-        if found is None:
-            found = step_for[name] = tuple(p for p in step_props if p.applies_to(name))
-        return found
+    states_append = states.append
+    parent_append = parent.append
+    via_append = via.append
+    edges_extend = edges.extend
+    label_get = label_ids.get
+    for_action = chk.for_action
+    step_table = chk.step_table
+    on_state = chk.on_state
+    step_hit = chk.step_hit
 
     finished = interrupted = False
     if watch is not None:
         watch.arm()
     try:
-        for s in model.init_states():
+        for pos, s in enumerate(model.init_states()):
             key = canon(s) if canon else s
             if key not in index:
-                admit(key, -1, -1)
+                idx = len(states)
+                index[key] = idx
+                states_append(key)
+                parent_append(-1)
+                via_append(pos)
+                on_state(key, idx)
             if box and watch.stop_reason:
                 complete = False
                 stop_reason = watch.stop_reason
                 break
         depth_marks[1] = len(states)
-        while complete and i < len(states):
+        n = len(states)
+        while complete and i < n:
             if i == depth_marks[-1]:
-                depth_marks.append(len(states))
+                depth_marks.append(n)
             s = states[i]
-            for a, o, t in successors(s):
-                transitions += 1
+            succ = successors(s)
+            k = -1
+            for a, o, t in succ:
+                k += 1
                 key = canon(t) if canon else t
                 j = index_get(key)
-                lab = -1
                 if j is None:
-                    if max_states is not None and len(states) >= max_states:
+                    if n == cap:
                         complete = False
                         stop_reason = f"state bound {max_states} reached"
                         break
-                    lab = intern((a, o))
-                    j = admit(key, i, lab)
-                if step_props:
-                    for p in step_checks(a[0]):
-                        if p.name not in violated_step and not p.check(s, a, o, t):
-                            violated_step[p.name] = (i, intern((a, o)), j)
-                        if p.name not in witnessed_step and p.witness(s, a, o, t):
-                            witnessed_step[p.name] = (i, intern((a, o)), j)
+                    j = n
+                    n += 1
+                    index[key] = j
+                    states_append(key)
+                    parent_append(i)
+                    via_append(k)
+                    on_state(key, j)
+                tables = for_action.get(a[0])
+                if tables is None:
+                    tables = step_table(a[0])
+                checks, wits = tables
+                for _name, fn in checks:
+                    if not fn(s, a, o, t):
+                        step_hit(checks, (), s, a, o, t, lambda: (i, k, j))
+                        break
+                for _name, fn in wits:
+                    if fn(s, a, o, t):
+                        step_hit((), wits, s, a, o, t, lambda: (i, k, j))
+                        break
                 if keep_edges:
-                    if lab < 0:
-                        lab = intern((a, o))
-                    edges.append(i)
-                    edges.append(j)
-                    edges.append(lab)
+                    lab = label_get((a, o))
+                    if lab is None:
+                        lab = label_ids[(a, o)] = len(labels)
+                        labels.append((a, o))
+                    edges_extend((i, j, lab))
             if not complete:
+                transitions += k + 1
                 break
+            transitions += len(succ)
             i += 1
             if box:  # the watch has something to say: a limit, or a progress tick
                 box.clear()
@@ -449,7 +334,7 @@ def _explore(model: Model, max_states, symmetry, liveness, keep_edges, progress,
                     break
                 if progress is not None:
                     watch.disarm()
-                    progress(SearchProgress(len(states), transitions, len(depth_marks) - 2,
+                    progress(SearchProgress(n, transitions, len(depth_marks) - 2,
                                             time.perf_counter() - t0, watch.last_rss))
                     watch.arm()
         finished = True
@@ -470,8 +355,8 @@ def _explore(model: Model, max_states, symmetry, liveness, keep_edges, progress,
         for d in (violated, witnessed):
             for name in [k for k, idx in d.items() if idx >= n]:
                 del d[name]
-        for d in (violated_step, witnessed_step):
-            for name in [k for k, (src, _lab, dst) in d.items() if src >= n or dst >= n]:
+        for d in (violated_step, chk.witnessed_step):
+            for name in [k for k, (src, _k, dst) in d.items() if src >= n or dst >= n]:
                 del d[name]
         del edges[len(edges) - len(edges) % 3:]
         while edges and (edges[-3] >= n or edges[-2] >= n):
@@ -489,43 +374,14 @@ def _explore(model: Model, max_states, symmetry, liveness, keep_edges, progress,
             idx = parent[idx]
         return chain[::-1]
 
-    def concrete(chain: list[int], extra: tuple[int, int, int] | None = None) -> Path:
-        labs = [labels[via[k]] for k in chain[1:]]
-        targets = [states[k] for k in chain[1:]]
-        if extra is not None:
-            labs.append(labels[extra[1]])
-            targets.append(states[extra[2]])
-        return _concretise(model, states[chain[0]], labs, canon, targets)
+    def state_path(idx: int) -> Path:
+        return _path_of_chain(model, states, path_to(idx), via, symmetry)
 
-    def not_found(p: Property, status: str, detail: str) -> Verdict:
-        if complete:
-            return Verdict(p, status, detail=detail)
-        # a search cut short proves nothing by what it did not reach
-        return Verdict(p, "unknown", detail=f"not reached before the search was cut short ({stop_reason})")
+    def step_path(where: tuple[int, int, int]) -> Path:
+        src, k, _dst = where
+        return _path_of_chain(model, states, path_to(src), via, symmetry, last=k)
 
-    verdicts: list[Verdict] = []
-    for p in props:
-        if p.kind is Kind.ALWAYS:
-            if p.name in violated:
-                verdicts.append(Verdict(p, "violated", concrete(path_to(violated[p.name]))))
-            elif p.name in witnessed:
-                verdicts.append(Verdict(p, "holds", concrete(path_to(witnessed[p.name]))))
-            else:
-                verdicts.append(not_found(p, "vacuous", "its witness was never reached"))
-        elif p.kind is Kind.ALWAYS_STEP:
-            if p.name in violated_step:
-                src, lab, dst = violated_step[p.name]
-                verdicts.append(Verdict(p, "violated", concrete(path_to(src), (src, lab, dst))))
-            elif p.name in witnessed_step:
-                src, lab, dst = witnessed_step[p.name]
-                verdicts.append(Verdict(p, "holds", concrete(path_to(src), (src, lab, dst))))
-            else:
-                verdicts.append(not_found(p, "vacuous", "its witness was never reached"))
-        elif p.kind is Kind.SOMETIMES:
-            if p.name in witnessed:
-                verdicts.append(Verdict(p, "witnessed", concrete(path_to(witnessed[p.name]))))
-            else:
-                verdicts.append(not_found(p, "unreached", "no reachable state satisfies it"))
+    verdicts = chk.verdicts(complete, stop_reason, state_path, step_path)
     ex = Exploration(
         model=model,
         states=len(states),
@@ -541,7 +397,9 @@ def _explore(model: Model, max_states, symmetry, liveness, keep_edges, progress,
         stop_reason=stop_reason,
         parent=parent,
         via=via,
+        symmetry=symmetry,
     )
+    todo = []
     for p in live:
         if not check_live:
             ex.verdicts.append(
@@ -551,208 +409,32 @@ def _explore(model: Model, max_states, symmetry, liveness, keep_edges, progress,
             ex.verdicts.append(Verdict(p, "skipped", detail="the search was cut short: " + ex.stop_reason))
         elif p.name not in witnessed:
             ex.verdicts.append(Verdict(p, "vacuous", detail="no reachable state satisfies its trigger"))
-        elif watch is None:
-            ex.verdicts.append(_check_leads_to(ex, p, via, path_to))
         else:
-            v = None
-            if not watch.stop_reason:
-                try:
-                    watch.arm()
-                    v = _check_leads_to(ex, p, via, path_to)
-                    watch.disarm()
-                except GuardInterrupt:
-                    watch.delivered = True
-                    watch.disarm()
-            if v is None:  # a limit was hit during the analysis
-                ex.complete = False
-                ex.stop_reason = f"{watch.stop_reason or 'interrupted'} (in the liveness analysis)"
-                v = Verdict(p, "skipped", detail="the analysis was cut short: " + ex.stop_reason)
-            ex.verdicts.append(v)
+            todo.append(p)
+    if todo:
+        from conq.model.engines.liveness import check_leads_to
+
+        t2 = time.perf_counter()
+        found = None
+        if watch is None:
+            found = check_leads_to(ex, todo)
+        elif not watch.stop_reason:
+            try:
+                watch.arm()
+                found = check_leads_to(ex, todo)
+                watch.disarm()
+            except GuardInterrupt:
+                watch.delivered = True
+                watch.disarm()
+        if found is None:  # a limit was hit during the analysis
+            ex.complete = False
+            ex.stop_reason = f"{watch.stop_reason or 'interrupted'} (in the liveness analysis)"
+            found = [Verdict(p, "skipped", detail="the analysis was cut short: " + ex.stop_reason) for p in todo]
+        # in the properties' own order
+        by_name = {v.prop.name: v for v in found}
+        ex.verdicts.extend(by_name[p.name] for p in todo)
+        ex.liveness_seconds = time.perf_counter() - t2
     ex.analysis_seconds = time.perf_counter() - t1
     return ex
 
 
-def _concretise(model: Model, init: Any, labels: list[tuple], canon, canon_states: list[Any]) -> Path:
-    """Turn a path of (action, observation) labels into a concrete Path.
-
-    Without symmetry the labels replay directly.  With symmetry each stored
-    state is a class representative, so the labels may name processes of
-    different representatives: walk from the initial state and at each step
-    take a concrete successor whose class is the next stored state.
-    """
-    steps = []
-    state = init
-    for k, (a, o) in enumerate(labels):
-        nxt = None
-        if canon is None:
-            for o2, t in model.step(state, a):
-                if o2 == o:
-                    nxt = (a, o, t)
-                    break
-        else:
-            target = canon_states[k]
-            for a2, o2, t in model.successors(state):
-                if canon(t) == target:
-                    nxt = (a2, o2, t)
-                    break
-        if nxt is None:  # pragma: no cover - would be a nondeterministic step function
-            raise RuntimeError(f"{model.name}: could not replay step {k + 1} {a!r}: is step() deterministic?")
-        steps.append(nxt)
-        state = nxt[2]
-    return Path(init, tuple(steps))
-
-
-def _check_leads_to(ex: Exploration, p: Property, via, path_to) -> Verdict:
-    """``P ~> Q`` under weak fairness of the model's fairness classes.
-
-    Violated iff some reachable P-state that is not a Q-state can reach,
-    through not-Q states only, either a state in which no fair step is enabled
-    (no successors at all, or only steps the environment may never take: the
-    run may end there without reaching Q) or a *fair* strongly connected component of
-    the not-Q subgraph.  A component is fair iff, for every fairness class,
-    the class is taken on an edge inside it or is disabled in one of its
-    states (a weakly fair scheduler may then loop in it forever): for weak
-    fairness this component test is exact, because the tour through every
-    state and edge of the component is fair whenever any cycle in it is.
-    """
-    import networkx as nx
-
-    model = ex.model
-    states = ex.state_list
-    goal = p.check
-    not_q = [not goal(s) for s in states]
-    trig = p.trigger
-    e = ex.edges
-    labels = ex.labels
-    fair = model.fair
-    label_class = [fair(a, o) for a, o in labels]
-
-    g = nx.DiGraph()
-    out_classes: dict[int, set] = {}
-    has_succ = [False] * len(states)
-    for k in range(0, len(e), 3):
-        src, dst, lab = e[k], e[k + 1], e[k + 2]
-        has_succ[src] = True
-        c = label_class[lab]
-        if c is not None:
-            out_classes.setdefault(src, set()).add(c)
-        if not_q[src] and not_q[dst]:
-            if g.has_edge(src, dst):
-                g[src][dst]["labs"].add(lab)
-            else:
-                g.add_edge(src, dst, labs={lab})
-    bad: set[int] = set()
-    reason: dict[int, str] = {}
-    bad_scc: dict[int, set[int]] = {}
-    for idx, nq in enumerate(not_q):
-        if nq and not has_succ[idx]:
-            bad.add(idx)
-            reason[idx] = "deadlock: no step is enabled and the goal was never reached"
-        elif nq and not out_classes.get(idx):
-            # Only unfair steps (the environment's) are enabled: nothing obliges any of them
-            # to happen, so a fair run may stop here for ever without reaching the goal.
-            bad.add(idx)
-            reason[idx] = "no fair step is enabled (only the environment could act) and the goal was never reached"
-    for comp in nx.strongly_connected_components(g):
-        if len(comp) == 1:
-            (only,) = comp
-            if not g.has_edge(only, only):
-                continue
-        taken: set = set()
-        for u in comp:
-            for v, data in g[u].items():
-                if v in comp:
-                    taken.update(label_class[lab] for lab in data["labs"])
-        enabled_everywhere = None
-        for u in comp:
-            cls = out_classes.get(u, set())
-            enabled_everywhere = set(cls) if enabled_everywhere is None else enabled_everywhere & cls
-        starving = {c for c in (enabled_everywhere or set()) if c not in taken}
-        if not starving:
-            for u in comp:
-                bad.add(u)
-                bad_scc[u] = comp
-                reason[u] = "a fair cycle never reaches the goal"
-    if not bad:
-        return Verdict(p, "holds", detail=f"fairness: {p.fairness}")
-    # Which not-Q states can reach a bad state through not-Q states?
-    g.add_nodes_from(bad)
-    can_reach = set(bad)
-    for b in bad:
-        if b in g:
-            can_reach |= nx.ancestors(g, b)
-    starts = [idx for idx in range(len(states)) if not_q[idx] and idx in can_reach and trig(states[idx])]
-    if not starts:
-        return Verdict(p, "holds", detail=f"fairness: {p.fairness}")
-    # Shortest prefix: the trigger state closest to the initial states.
-    depth_of = {}
-
-    def depth(idx: int) -> int:
-        if idx not in depth_of:
-            depth_of[idx] = len(path_to(idx))
-        return depth_of[idx]
-
-    start = min(starts, key=depth)
-    prefix_chain = path_to(start)
-    target_set = bad
-    # BFS from start inside the not-Q subgraph to the nearest bad state.
-    route = None
-    for b, pth in nx.single_source_shortest_path(g, start).items():
-        if b in target_set and (route is None or len(pth) < len(route)):
-            route = pth
-    assert route is not None
-    end = route[-1]
-
-    def lab_between(u: int, v: int) -> int:
-        return min(g[u][v]["labs"])
-
-    chain_labels = [labels[via[k]] for k in prefix_chain[1:]] + [labels[lab_between(u, v)] for u, v in zip(route, route[1:])]
-    base = prefix_chain[0]
-    lasso = _concretise(model, states[base], chain_labels, None, [])
-    cycle = None
-    if end in bad_scc:
-        loop = _fair_cycle(g, bad_scc[end], end, label_class, out_classes)
-        cycle = _concretise(model, states[end], [labels[lab] for lab in loop], None, [])
-    return Verdict(p, "violated", lasso, cycle=cycle, detail=f"{reason[end]}; fairness: {p.fairness}")
-
-
-def _fair_cycle(g, comp: set[int], start: int, label_class: list, out_classes: dict[int, set]) -> list[int]:
-    """Label ids of a cycle through ``start`` inside a fair component that is
-    itself fair: for every fairness class enabled somewhere in the component
-    it takes an edge of that class, or passes a state where the class is
-    disabled.  (The shortest cycle alone may starve a process.)"""
-    import networkx as nx
-
-    sub = g.subgraph(comp)
-    classes = set().union(*(out_classes.get(u, set()) for u in comp))
-    taken_edge: dict = {}
-    for u in comp:
-        for v, data in sub[u].items():
-            for lab in data["labs"]:
-                c = label_class[lab]
-                if c is not None and c not in taken_edge:
-                    taken_edge[c] = (u, v, lab)
-    labs: list[int] = []
-    here = start
-
-    def walk(to: int) -> None:
-        nonlocal here
-        route = nx.shortest_path(sub, here, to)
-        labs.extend(min(sub[u][v]["labs"]) for u, v in zip(route, route[1:]))
-        here = to
-
-    for c in sorted(classes, key=repr):
-        if c in taken_edge:
-            u, v, lab = taken_edge[c]
-            walk(u)
-            labs.append(lab)
-            here = v
-        else:
-            walk(next(u for u in comp if c not in out_classes.get(u, set())))
-    if here != start or not labs:
-        if here == start:  # a self-loop component or nothing to visit: take one step out and back
-            v = next(iter(sub.successors(start)))
-            labs.append(min(sub[start][v]["labs"]))
-            here = v
-        walk(start)
-    return labs

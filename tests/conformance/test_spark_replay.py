@@ -141,10 +141,21 @@ def test_partition_aggregated_coverage_equals_the_per_block_rows():
                 out[(r[1], r[2])] = min(out.get((r[1], r[2]), r[3]), r[3])
         return out
 
+    def units(rows):  # sampling units per state/transition key, summed; and each state's kind
+        out = {}
+        for r in rows:
+            if r[0] == "cover" and r[1] in ("state", "transition"):
+                n, cls = out.get((r[1], r[2]), (0, r[5]))
+                assert cls == r[5]
+                out[(r[1], r[2])] = (n + r[4], cls)
+        return out
+
     per_block = list(replay_blocks(p, range(5)))
+    assert all(n >= 1 for n, _ in units(per_block).values()) and units(per_block)
     for grouping in ([[0, 1, 2, 3, 4]], [[3, 1], [4, 0, 2]], [[b] for b in range(5)]):
         merged = [r for g in grouping for r in _replay(p, g, per_block=False)]
         assert least(merged) == least(per_block)
+        assert units(merged) == units(per_block)
         assert sorted(r for r in merged if r[0] == "trace") == sorted(r for r in per_block if r[0] == "trace")
         for g in grouping:  # one cover row per distinct key per partition
             keys = [(r[1], r[2]) for r in _replay(p, g, per_block=False) if r[0] == "cover"]
@@ -167,3 +178,37 @@ def test_shipped_zip_carries_bytecode_that_imports(tmp_path):
     out = subprocess.run([sys.executable, "-c", code, str(z)], capture_output=True, text=True, cwd=tmp_path, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip().endswith("conq-pkg.zip/conq/conformance/checker.pyc")
+
+
+def test_fingerprint_coverage_is_identical_across_partitionings_without_the_graph(tmp_path):
+    """--no-graph: coverage told by stable fingerprints alone.  The coverage table (keys, least
+    index, sampling units, state kinds), the growth curve and the Chao2 estimates are the same on
+    1 and 3 partitions (Python's salted hash() would differ between the workers), and the state
+    keys are exactly the fingerprints of the states the explorer finds (the toy reaches them all)."""
+    import json
+
+    import pyarrow.parquet as pq
+
+    from conq.conformance.views import conformance_model
+    from conq.model.engines.explorer import explore
+    from conq.model.engines.fingerprint import fingerprint
+
+    p = params(mode="random")
+    one = run_replay(p, master="local[2]", out=tmp_path / "one", partitions=1, truth=False, say=lambda m: None)
+    three = run_replay(p, master="local[2]", out=tmp_path / "three", partitions=3, truth=False, say=lambda m: None)
+    assert one.graph == three.graph == "not explored (--no-graph)" and one.graph_states is None
+    assert rows(tmp_path / "one", "coverage") == rows(tmp_path / "three", "coverage")
+    for t in ("growth.parquet", "estimate.parquet"):
+        assert pq.read_table(tmp_path / "one" / t).to_pylist() == pq.read_table(tmp_path / "three" / t).to_pylist()
+    assert one.state_estimate == three.state_estimate and one.transition_estimate == three.transition_estimate
+    assert one.growth_points == three.growth_points and one.growth_points[-1] == [300, 8]
+    assert one.unit == "trace" and one.units == 300
+    cover = rows(tmp_path / "one", "coverage")
+    graph = explore(conformance_model(TOY, "atomic", {"clients": 3}), liveness=False).state_list
+    assert {r["key"] for r in cover if r["kind"] == "state"} == {str(fingerprint(s)) for s in graph}
+    assert all(r["units"] >= 1 and r["class"] for r in cover if r["kind"] == "state")
+    # every state seen in many traces: nothing is estimated unseen
+    assert one.state_estimate["estimate"] == one.state_estimate["observed"] == 8
+    report = (tmp_path / "one" / "report.md").read_text()
+    assert "## How close to exhaustive" in report and "| states | 8 |" in report
+    assert json.loads((tmp_path / "one" / "summary.json").read_text())["state_estimate"]["observed"] == 8

@@ -1,0 +1,245 @@
+"""Fingerprint mode of the explorer: a breadth-first search that keeps, per state, only its
+stable 64-bit fingerprint and a parent map.
+
+What is kept (issue 18; TLC keeps fingerprints off-heap and rebuilds traces from parents,
+Stateright rebuilds paths by re-running actions):
+
+* the fingerprints of every state of the finished levels in one sorted ``numpy.uint64`` array
+  (8 bytes a state), and those of the level being discovered in a Python set (that level only);
+* per state, in discovery (breadth-first) order: its parent's index (``array('i')``, 4 bytes)
+  and the position of the edge from the parent in the parent's successor list
+  (``array('I')``, 4 bytes);
+* the whole states of two levels only: the one being expanded and the one being discovered.
+
+A state is looked up by fingerprint in batches (one ``numpy.searchsorted`` per chunk of
+expanded states), then admitted in the very order the default mode admits it, so the state
+and transition counts, the depth and the first violation of every invariant (a shortest
+counterexample, the same one) are those of the default mode.  A counterexample is rebuilt by
+re-running the recorded successor positions from the initial state.
+
+Two distinct states with the same 64-bit fingerprint would be merged (TLC's risk too): with
+``n`` states the chance is about ``n**2 / 2**65``, 3e-6 for 10 million states.
+"""
+
+from __future__ import annotations
+
+import time
+from array import array
+from typing import Any
+
+import numpy as np
+
+from conq.model.engines.fingerprint import fingerprint
+from conq.model.kernel import Kind, Model, Path
+
+#: states expanded between two batched look-ups
+CHUNK = 1024
+
+
+def replay_positions(model: Model, init_pos: int, positions: list[int], symmetry: bool) -> Path:
+    """The concrete path from the ``init_pos``-th initial state along the recorded successor
+    positions (with symmetry: positions in the successor lists of class representatives)."""
+    from conq.model.engines.results import _concretise
+
+    init = model.init_states()[init_pos]
+    if not symmetry:
+        steps = []
+        state = init
+        for k in positions:
+            a, o, t = model.successors(state)[k]
+            steps.append((a, o, t))
+            state = t
+        return Path(init, tuple(steps))
+    canon = model.canonical
+    rep = canon(init)
+    labs, targets = [], []
+    for k in positions:
+        a, o, t = model.successors(rep)[k]
+        labs.append((a, o))
+        rep = canon(t)
+        targets.append(rep)
+    return _concretise(model, init, labs, canon, targets)
+
+
+def explore_fingerprints(model: Model, max_states, symmetry: bool, progress, box: list, watch) -> Any:
+    from conq.model.engines.results import Exploration, GuardInterrupt, SearchProgress, Verdict, _Checks
+
+    chk = _Checks(model)
+    t0 = time.perf_counter()
+    canon = model.canonical if symmetry else None
+    fp = fingerprint
+    successors = model.successors
+    parent = array("i")
+    via = array("I")
+    seen_old = np.empty(0, dtype=np.uint64)  # sorted: every level up to the one being expanded
+    cur: list[Any] = []  # states of the level being expanded
+    cur_fps: list[int] = []
+    complete = True
+    stop_reason = ""
+    transitions = 0
+    levels = 0
+    cap = max_states if max_states is not None else -1
+    n = 0
+    for_action = chk.for_action
+    step_table = chk.step_table
+    on_state = chk.on_state
+    step_hit = chk.step_hit
+    searchsorted = np.searchsorted
+    finished = False
+
+    def merge(old: np.ndarray, fps: list[int]) -> np.ndarray:
+        if not fps:
+            return old
+        new = np.array(fps, dtype=np.uint64)
+        new.sort()
+        pos = searchsorted(old, new)
+        return np.insert(old, pos, new)
+
+    if watch is not None:
+        watch.arm()
+    try:
+        init_set: set[int] = set()
+        for pos, s in enumerate(model.init_states()):
+            key = canon(s) if canon else s
+            f = fp(key)
+            if f not in init_set:
+                init_set.add(f)
+                parent.append(-1)
+                via.append(pos)
+                cur.append(key)
+                cur_fps.append(f)
+                on_state(key, n)
+                n += 1
+            if box and watch.stop_reason:
+                complete = False
+                stop_reason = watch.stop_reason
+                break
+        first = 0  # index of cur[0]
+        while complete and cur:
+            levels += 1
+            seen_old = merge(seen_old, cur_fps)
+            cur_fps = []
+            nxt: list[Any] = []
+            nxt_fps: list[int] = []
+            nxt_set: set[int] = set()
+            for c0 in range(0, len(cur), CHUNK):
+                chunk = cur[c0:c0 + CHUNK]
+                cand: list[tuple] = []  # (fp, key, src index, position)
+                cand_append = cand.append
+                i = first + c0
+                for s in chunk:
+                    succ = successors(s)
+                    k = -1
+                    for a, o, t in succ:
+                        k += 1
+                        key = canon(t) if canon else t
+                        cand_append((fp(key), key, i, k))
+                        tables = for_action.get(a[0])
+                        if tables is None:
+                            tables = step_table(a[0])
+                        checks, wits = tables
+                        for _name, fn in checks:
+                            if not fn(s, a, o, t):
+                                step_hit(checks, (), s, a, o, t, lambda: (i, k))
+                                break
+                        for _name, fn in wits:
+                            if fn(s, a, o, t):
+                                step_hit((), wits, s, a, o, t, lambda: (i, k))
+                                break
+                    transitions += len(succ)
+                    i += 1
+                # which candidates were known before this level
+                fa = np.fromiter((c[0] for c in cand), dtype=np.uint64, count=len(cand))
+                if len(seen_old):
+                    at = searchsorted(seen_old, fa)
+                    at[at == len(seen_old)] = 0
+                    old = (seen_old[at] == fa).tolist()
+                else:
+                    old = [False] * len(cand)
+                for (f, key, src, k), was in zip(cand, old):
+                    if was or f in nxt_set:
+                        continue
+                    if n == cap:
+                        complete = False
+                        stop_reason = f"state bound {max_states} reached"
+                        break
+                    nxt_set.add(f)
+                    nxt.append(key)
+                    nxt_fps.append(f)
+                    parent.append(src)
+                    via.append(k)
+                    on_state(key, n)
+                    n += 1
+                if not complete:
+                    break
+                if box:  # the watch has something to say: a limit, or a progress tick
+                    box.clear()
+                    if watch.stop_reason:
+                        complete = False
+                        stop_reason = watch.stop_reason
+                        break
+                    if progress is not None:
+                        watch.disarm()
+                        progress(SearchProgress(n, transitions, levels, time.perf_counter() - t0, watch.last_rss))
+                        watch.arm()
+            first += len(cur)
+            cur, cur_fps = nxt, nxt_fps
+            del nxt_set
+        finished = True
+        if watch is not None:
+            watch.disarm()
+    except GuardInterrupt:
+        watch.delivered = True
+        watch.disarm()
+    if watch is not None and watch.stop_reason and not finished:
+        complete = False
+        stop_reason = watch.stop_reason
+    n = min(len(parent), len(via))
+    if not finished:
+        for d in (chk.violated, chk.witnessed):
+            for name in [k for k, idx in d.items() if idx >= n]:
+                del d[name]
+        for d in (chk.violated_step, chk.witnessed_step):
+            for name in [k for k, (src, _k) in d.items() if src >= n]:
+                del d[name]
+    depth = max(levels - 1, 0)  # the deepest level expanded (as the default mode counts)
+    t1 = time.perf_counter()
+    kept_bytes = seen_old.nbytes + parent.itemsize * len(parent) + via.itemsize * len(via)
+    del cur, seen_old
+
+    def chain(idx: int) -> tuple[int, list[int]]:
+        ks = []
+        while parent[idx] != -1:
+            ks.append(via[idx])
+            idx = parent[idx]
+        return via[idx], ks[::-1]
+
+    def state_path(idx: int) -> Path:
+        root, ks = chain(idx)
+        return replay_positions(model, root, ks, symmetry)
+
+    def step_path(where: tuple[int, int]) -> Path:
+        root, ks = chain(where[0])
+        return replay_positions(model, root, ks + [where[1]], symmetry)
+
+    verdicts = chk.verdicts(complete, stop_reason, state_path, step_path)
+    for p in chk.props:
+        if p.kind is Kind.LEADS_TO:
+            verdicts.append(Verdict(p, "skipped", detail="liveness needs the whole graph: not checked in fingerprint mode"))
+    ex = Exploration(
+        model=model,
+        states=n,
+        transitions=transitions,
+        depth=depth,
+        search_seconds=t1 - t0,
+        analysis_seconds=time.perf_counter() - t1,
+        complete=complete,
+        verdicts=verdicts,
+        stop_reason=stop_reason,
+        parent=parent,
+        via=via,
+        mode="fingerprints",
+        symmetry=symmetry,
+    )
+    ex.kept_bytes = kept_bytes  # type: ignore[attr-defined]
+    return ex

@@ -1,0 +1,289 @@
+"""The explorer over several worker processes: a breadth-first search whose frontier is
+partitioned by stable fingerprint (issue 18).
+
+Worker ``w`` owns the states whose 64-bit fingerprint (:mod:`conq.model.engines.fingerprint`,
+the same value in every process, unlike ``hash()``) is ``w`` modulo the number of workers.
+Level by level, every worker expands the states it owns, checks the transition properties
+on each transition it takes, keeps the successors it owns and sends the others to their
+owners (each fingerprint at most once per sender); then every worker admits what it
+received, checks the state properties on what is new, and tells the coordinator (this
+process) what it found.  The coordinator decides whether there is another level, and at
+the end rebuilds the counterexamples and witnesses by asking the owners for parent links
+(``(parent id, successor position)``) and re-running the successors from the initial state.
+
+Counts (states, transitions, depth) are those of the one-process search; every path found
+is a shortest one (the search is level-synchronous), though among equally short ones it may
+name another.  Liveness needs the whole graph: it is reported ``skipped``.
+
+Processes are started with ``fork`` (the model object is inherited, never pickled), and none
+outlives :func:`explore_parallel`: they are stopped and joined on every way out.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import time
+import traceback
+from typing import Any
+
+from conq.model.engines.fingerprint import fingerprint
+from conq.model.kernel import Kind, Model, Path
+
+
+def _worker(w: int, W: int, model: Model, symmetry: bool, conn, inboxes) -> None:
+    from array import array
+
+    from conq.model.engines.results import _Checks
+
+    try:
+        chk = _Checks(model)
+        canon = model.canonical if symmetry else None
+        fp = fingerprint
+        successors = model.successors
+        seen: set[int] = set()
+        sent: set[int] = set()
+        parent = array("q")  # global id of the parent (local * W + owner), -1 for initial states
+        via = array("I")
+        frontier: list[tuple[Any, int]] = []  # (state, global id)
+        inbox = inboxes[w]
+        reported: dict = {}
+
+        def admit(items) -> None:
+            for f, key, par, k in items:
+                if f in seen:
+                    continue
+                seen.add(f)
+                gid = len(parent) * W + w
+                parent.append(par)
+                via.append(k)
+                frontier.append((key, gid))
+                chk.on_state(key, gid)
+
+        def news() -> list:
+            out = []
+            for kind, d in (("v", chk.violated), ("w", chk.witnessed), ("vs", chk.violated_step), ("ws", chk.witnessed_step)):
+                for name, where in d.items():
+                    if (kind, name) not in reported:
+                        reported[(kind, name)] = where
+                        out.append((kind, name, where))
+            return out
+
+        while True:
+            msg = conn.recv()
+            if msg[0] == "init":
+                admit(msg[1])
+                conn.send(("ok", len(parent), 0, news(), bool(frontier)))
+            elif msg[0] == "level":
+                level = msg[1]
+                current, frontier[:] = list(frontier), []
+                out: list[list] = [[] for _ in range(W)]
+                mine = out[w]
+                transitions = 0
+                for_action, step_table, step_hit = chk.for_action, chk.step_table, chk.step_hit
+                for s, gid in current:
+                    succ = successors(s)
+                    transitions += len(succ)
+                    k = -1
+                    for a, o, t in succ:
+                        k += 1
+                        key = canon(t) if canon else t
+                        f = fp(key)
+                        owner = f % W
+                        if owner == w:
+                            if f not in seen:
+                                mine.append((f, key, gid, k))
+                        elif f not in sent:
+                            sent.add(f)
+                            out[owner].append((f, key, gid, k))
+                        tables = for_action.get(a[0])
+                        if tables is None:
+                            tables = step_table(a[0])
+                        checks, wits = tables
+                        for _n, fn in checks:
+                            if not fn(s, a, o, t):
+                                step_hit(checks, (), s, a, o, t, lambda: (gid, k))
+                                break
+                        for _n, fn in wits:
+                            if fn(s, a, o, t):
+                                step_hit((), wits, s, a, o, t, lambda: (gid, k))
+                                break
+                for other in range(W):
+                    if other != w:
+                        inboxes[other].put((level, w, out[other]))
+                got = [inbox.get() for _ in range(W - 1)]
+                got.sort(key=lambda m: m[1])  # by sender: the same order in every run
+                admit(mine)
+                for _lvl, _sender, items in got:
+                    admit(items)
+                conn.send(("ok", len(parent), transitions, news(), bool(frontier)))
+            elif msg[0] == "parent":
+                local = msg[1]
+                conn.send(("ok", parent[local], via[local]))
+            elif msg[0] == "exit":
+                conn.send(("ok",))
+                return
+    except BaseException:  # noqa: BLE001 - reported to the coordinator, which raises it
+        try:
+            conn.send(("error", traceback.format_exc()))
+        except Exception:  # noqa: BLE001
+            pass
+
+
+def explore_parallel(model: Model, W: int, max_states, symmetry: bool, progress, box: list, watch) -> Any:
+    from conq.model.engines.results import Exploration, SearchProgress, Verdict, _Checks
+    from conq.model.engines.fpsearch import replay_positions
+
+    try:
+        ctx = mp.get_context("fork")
+    except ValueError:  # pragma: no cover - a platform without fork
+        raise RuntimeError("--workers needs the 'fork' start method (Linux, macOS)") from None
+    t0 = time.perf_counter()
+    props = _Checks(model).props
+    inboxes = [ctx.Queue() for _ in range(W)]
+    pipes = [ctx.Pipe() for _ in range(W)]
+    procs = [ctx.Process(target=_worker, args=(w, W, model, symmetry, pipes[w][1], inboxes), daemon=True,
+                         name=f"conq-explore-{w}") for w in range(W)]
+    conns = [p[0] for p in pipes]
+    complete, stop_reason = True, ""
+    found: dict[tuple[str, str], tuple[int, int, Any]] = {}  # (kind, name) -> (level, worker, where)
+
+    def ask_all(msg) -> list:
+        for c in conns:
+            c.send(msg)
+        replies = []
+        for w, c in enumerate(conns):
+            while not c.poll(0.05):
+                if watch is not None and watch.stop_reason:
+                    raise _Stop(watch.stop_reason)
+                if not procs[w].is_alive():
+                    raise RuntimeError(f"explorer worker {w} died (exit code {procs[w].exitcode})")
+            r = c.recv()
+            if r[0] == "error":
+                raise RuntimeError(f"explorer worker {w} failed:\n{r[1]}")
+            replies.append(r)
+        return replies
+
+    def ask(w: int, msg):
+        conns[w].send(msg)
+        r = conns[w].recv()
+        if r[0] == "error":
+            raise RuntimeError(f"explorer worker {w} failed:\n{r[1]}")
+        return r
+
+    states = transitions = levels = 0
+    clean = False  # every worker acknowledged its exit
+    try:
+        for p in procs:
+            p.start()
+        canon = model.canonical if symmetry else None
+        init_items: list[list] = [[] for _ in range(W)]
+        for pos, s in enumerate(model.init_states()):
+            key = canon(s) if canon else s
+            f = fingerprint(key)
+            init_items[f % W].append((f, key, -1, pos))
+        for w, c in enumerate(conns):
+            c.send(("init", init_items[w]))
+        replies = []
+        for w, c in enumerate(conns):
+            r = c.recv()
+            if r[0] == "error":
+                raise RuntimeError(f"explorer worker {w} failed:\n{r[1]}")
+            replies.append(r)
+        try:
+            while True:
+                states = sum(r[1] for r in replies)
+                transitions += sum(r[2] for r in replies)
+                for w, r in enumerate(replies):
+                    for kind, name, where in r[3]:
+                        if (kind, name) not in found:
+                            found[(kind, name)] = (levels, w, where)
+                if max_states is not None and states > max_states:
+                    complete, stop_reason = False, f"state bound {max_states} reached"
+                    break
+                if not any(r[4] for r in replies):
+                    break
+                if box:
+                    box.clear()
+                    if watch.stop_reason:
+                        raise _Stop(watch.stop_reason)
+                    if progress is not None:
+                        progress(SearchProgress(states, transitions, levels, time.perf_counter() - t0, watch.last_rss))
+                levels += 1
+                replies = ask_all(("level", levels))
+        except _Stop as e:
+            complete, stop_reason = False, str(e)
+            raise
+        t1 = time.perf_counter()
+
+        def chain(gid: int) -> tuple[int, list[int]]:
+            ks = []
+            while True:
+                _ok, par, k = ask(gid % W, ("parent", gid // W))
+                if par == -1:
+                    return k, ks[::-1]
+                ks.append(k)
+                gid = par
+
+        def state_path(gid: int) -> Path:
+            root, ks = chain(gid)
+            return replay_positions(model, root, ks, symmetry)
+
+        def step_path(where) -> Path:
+            root, ks = chain(where[0])
+            return replay_positions(model, root, ks + [where[1]], symmetry)
+
+        chk = _Checks(model)
+        for (kind, name), (_lvl, _w, where) in found.items():
+            {"v": chk.violated, "w": chk.witnessed, "vs": chk.violated_step, "ws": chk.witnessed_step}[kind][name] = where
+        verdicts = chk.verdicts(complete, stop_reason, state_path, step_path)
+        for c in conns:
+            c.send(("exit",))
+        for c in conns:
+            c.recv()
+        clean = True
+    except _Stop:
+        t1 = time.perf_counter()
+        verdicts = []
+        for p in props:
+            if p.kind is not Kind.LEADS_TO:
+                verdicts.append(Verdict(p, "unknown", detail=f"not reached before the search was cut short ({stop_reason})"))
+    finally:
+        for p in procs:
+            if p.pid is None:  # never started
+                continue
+            if not clean and p.is_alive():
+                p.terminate()  # cut short (a limit, an error): nothing of the workers is needed
+            p.join(timeout=5)
+        for p in procs:
+            if p.is_alive():
+                p.terminate()
+                p.join(timeout=2)
+            if p.is_alive():  # pragma: no cover
+                p.kill()
+                p.join()
+        for q in inboxes:
+            q.cancel_join_thread()
+            q.close()
+        for a, b in pipes:
+            a.close()
+            b.close()
+    for p in props:
+        if p.kind is Kind.LEADS_TO:
+            verdicts.append(Verdict(p, "skipped", detail=f"liveness needs the whole graph: not checked with {W} workers"))
+    return Exploration(
+        model=model,
+        states=states,
+        transitions=transitions,
+        depth=max(levels - 1, 0),
+        search_seconds=t1 - t0,
+        analysis_seconds=time.perf_counter() - t1,
+        complete=complete,
+        verdicts=verdicts,
+        stop_reason=stop_reason,
+        mode=f"workers={W}",
+        symmetry=symmetry,
+    )
+
+
+class _Stop(Exception):
+    """A limit of the watch ended a parallel search."""

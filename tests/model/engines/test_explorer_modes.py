@@ -1,0 +1,99 @@
+"""The explorer's storage modes (issue 18): fingerprints with a parent map, and two worker
+processes partitioned by fingerprint, give the default mode's counts and safety verdicts on
+the manifest's small configurations; the compact liveness analysis gives the manifest's
+verdicts; no worker process is left behind."""
+
+from __future__ import annotations
+
+import multiprocessing
+
+import pytest
+
+from conq.manifest import load
+from conq.model.engines.explorer import explore
+from conq.model.engines.registry import load_model
+from conq.model.kernel import Kind
+
+# (model, config): small entries of the manifest, with safety violations among them
+CASES = [
+    ("consumer-lists", "seed003-earlier"),
+    ("consumer-lists", "upstream-remove"),
+    ("ordered-consumption", "push-fifo-no-memo"),
+    ("ordered-consumption", "mutant-fifo-no-lock"),
+    ("recovery-deferral", "reference-one-queue"),
+    ("recovery-deferral", "upstream-drop-without-context"),
+]
+
+
+def _manifest(model: str, config: str):
+    (exp,) = [e for e in load() if e.model == model and e.config == config and not e.symmetry and not e.overrides]
+    return exp
+
+
+def _safety(ex):
+    return {v.prop.name: (v.status, len(v.path) if v.path is not None else None)
+            for v in ex.verdicts if v.prop.kind is not Kind.LEADS_TO}
+
+
+@pytest.mark.parametrize("model,config", CASES)
+def test_modes_agree_with_the_default_and_the_manifest(model, config):
+    exp = _manifest(model, config)
+    base = explore(load_model(model, config))
+    assert (base.states, base.transitions) == (exp.states, exp.transitions)
+    assert {v.prop.name for v in base.violations} == set(exp.violated)  # liveness included
+    fp = explore(load_model(model, config), fingerprints=True)
+    par = explore(load_model(model, config), workers=2)
+    for ex in (fp, par):
+        assert ex.complete
+        assert (ex.states, ex.transitions, ex.depth) == (base.states, base.transitions, base.depth), ex.mode
+        # same verdicts, and every path as short as the default mode's (a shortest one)
+        assert _safety(ex) == _safety(base), ex.mode
+        assert all(v.status == "skipped" for v in ex.verdicts if v.prop.kind is Kind.LEADS_TO)
+    # fingerprint mode admits states in the default mode's order: the very same paths
+    for a, b in zip(base.verdicts, fp.verdicts):
+        if a.prop.kind is not Kind.LEADS_TO and a.path is not None:
+            assert a.path == b.path, a.prop.name
+    assert multiprocessing.active_children() == []
+
+
+def test_counterexample_of_a_worker_run_replays_and_violates():
+    m = load_model("ordered-consumption", "mutant-fifo-no-lock")
+    ex = explore(m, workers=2)
+    bad = [v for v in ex.verdicts if v.status == "violated"]
+    assert {v.prop.name for v in bad} == {"fifo-order", "fifo-one-in-consumption"}
+    for v in bad:
+        replayed = m.replay([(a, o) for a, o, _ in v.path.steps], init=v.path.init)
+        assert replayed.last == v.path.last
+        if v.prop.kind is Kind.ALWAYS:
+            assert not v.prop.check(v.path.last)
+        else:
+            a, o, t = v.path.steps[-1]
+            assert not v.prop.check(v.path.states()[-2], a, o, t)
+
+
+@pytest.mark.parametrize("mode", [dict(fingerprints=True), dict(workers=2)])
+def test_a_state_bound_ends_every_mode_incomplete(mode):
+    ex = explore(load_model("consumer-lists", "small"), max_states=500, **mode)
+    assert not ex.complete and "state bound" in ex.stop_reason and not ex.ok
+    assert multiprocessing.active_children() == []
+
+
+def test_fingerprint_mode_keeps_about_twenty_bytes_a_state():
+    ex = explore(load_model("consumer-lists", "same-priority"), fingerprints=True)
+    assert ex.kept_bytes <= 20 * ex.states
+    assert ex.state_list == [] and len(ex.parent) == ex.states
+
+
+@pytest.mark.parametrize("model,config", [("consumer-lists", "seed003-earlier"), ("ordered-consumption", "push-fifo-settle-until-success")])
+def test_liveness_lassos_close_and_are_fair(model, config):
+    m = load_model(model, config)
+    ex = explore(m)
+    live = [v for v in ex.verdicts if v.prop.kind is Kind.LEADS_TO and v.status == "violated"]
+    assert live
+    for v in live:
+        assert any(v.prop.trigger(s) for s in v.path.states())
+        m.replay([(a, o) for a, o, _ in v.path.steps], init=v.path.init)
+        if v.cycle is not None:
+            cyc = m.replay([(a, o) for a, o, _ in v.cycle.steps], init=v.cycle.init)
+            assert cyc.last == v.cycle.init == v.path.last
+            assert not any(v.prop.check(s) for s in v.cycle.states())
