@@ -13,8 +13,13 @@ STAMP  := $(VENV)/.conq-installed
 run: setup
 	$(BIN)/conq run
 
+# Two worker processes, one per core of the 2-core CI machine; a test file's tests stay together
+# (module fixtures such as the compiled Java port are built once).  Verdicts never depend on the
+# clock, so both cores busy changes only how long the run takes.  TEST_WORKERS=0 runs serially.
+TEST_WORKERS ?= 2
+
 test: setup
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile
 
 setup: $(STAMP)
 
