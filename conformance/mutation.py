@@ -108,6 +108,12 @@ class Catalogue:
     mutants: dict[str, Mutant]
     engines: dict[str, Engine]
 
+    def run(self, names: list[str] | None = None, engines: list[str] | None = None, *, budget: Budget = Budget(),
+            first_kill: bool = False, on_cell: Callable[[str, str, Detection], None] | None = None,
+            ) -> dict[str, dict[str, Detection]]:
+        """This catalogue's kill matrix (:func:`run_catalog`)."""
+        return run_catalog(self, names, engines, budget=budget, first_kill=first_kill, on_cell=on_cell)
+
 
 #: model name -> "module:CATALOGUE" (imported lazily: a catalogue imports its implementation)
 CATALOGUES: dict[str, str] = {

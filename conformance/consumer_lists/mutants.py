@@ -44,7 +44,6 @@ from __future__ import annotations
 from unittest import mock
 
 from conq.conformance.mutation import Budget, Catalogue, Clock, Detection, Mutant
-from conq.conformance.mutation import run_catalog as _run_catalog
 from conq.impl.consumer_lists import delivery as _delivery
 from conq.impl.consumer_lists import node_list as _nl
 from conq.impl.consumer_lists import queue as _q
@@ -887,10 +886,8 @@ ENGINES = {
 CATALOGUE = Catalogue("consumer-lists", MUTANTS, ENGINES)
 
 
-def run_catalog(names: list[str] | None = None, engines: list[str] | None = None, *, budget: Budget = Budget(),
-                first_kill: bool = False, on_cell=None) -> dict[str, dict[str, Detection]]:
-    """The consumer-lists kill matrix (see :func:`conq.conformance.mutation.run_catalog`)."""
-    return _run_catalog(CATALOGUE, names, engines, budget=budget, first_kill=first_kill, on_cell=on_cell)
+#: the consumer-lists kill matrix (see :func:`conq.conformance.mutation.run_catalog`)
+run_catalog = CATALOGUE.run
 
 
 __all__ = ["CATALOGUE", "ENGINES", "MUTANTS", "Budget", "Detection", "Mutant", "mutant_driver", "run_catalog"]

@@ -22,7 +22,6 @@ from __future__ import annotations
 from typing import Any
 
 from conq.conformance.mutation import Budget, Catalogue, Clock, Detection, Mutant
-from conq.conformance.mutation import run_catalog as _run_catalog
 from conq.impl.ordered_consumption.process_queue import HeldMessages, ProcessQueue
 from conq.impl.ordered_consumption.producer import Producer
 from conq.impl.ordered_consumption.protocol import RpcError
@@ -402,10 +401,8 @@ ENGINES = {"explorer": engine_explorer, "random": engine_random}
 CATALOGUE = Catalogue("ordered-consumption", MUTANTS, ENGINES)
 
 
-def run_catalog(names: list[str] | None = None, engines: list[str] | None = None, *, budget: Budget = Budget(),
-                first_kill: bool = False, on_cell=None) -> dict[str, dict[str, Detection]]:
-    """The ordered-consumption kill matrix (see :func:`conq.conformance.mutation.run_catalog`)."""
-    return _run_catalog(CATALOGUE, names, engines, budget=budget, first_kill=first_kill, on_cell=on_cell)
+#: the ordered-consumption kill matrix (see :func:`conq.conformance.mutation.run_catalog`)
+run_catalog = CATALOGUE.run
 
 
 __all__ = ["CATALOGUE", "ENGINES", "MUTANTS", "REQUIREMENTS", "TRACE_CONFIGS", "VARIANTS", "mutant_driver", "run_catalog"]

@@ -32,7 +32,6 @@ import threading
 from typing import Any
 
 from conq.conformance.mutation import Budget, Catalogue, Clock, Detection, Mutant
-from conq.conformance.mutation import run_catalog as _run_catalog
 from conq.impl.recovery_deferral import events as _events
 from conq.impl.recovery_deferral.demux import TaskPool
 from conq.impl.recovery_deferral.feed_listener import ConcurrentFeedListener, _Task
@@ -651,10 +650,8 @@ ENGINES = {
 CATALOGUE = Catalogue("recovery-deferral", MUTANTS, ENGINES)
 
 
-def run_catalog(names: list[str] | None = None, engines: list[str] | None = None, *, budget: Budget = Budget(),
-                first_kill: bool = False, on_cell=None) -> dict[str, dict[str, Detection]]:
-    """The recovery-deferral kill matrix (see :func:`conq.conformance.mutation.run_catalog`)."""
-    return _run_catalog(CATALOGUE, names, engines, budget=budget, first_kill=first_kill, on_cell=on_cell)
+#: the recovery-deferral kill matrix (see :func:`conq.conformance.mutation.run_catalog`)
+run_catalog = CATALOGUE.run
 
 
 __all__ = ["CATALOGUE", "ENGINES", "MUTANTS", "REQUIREMENTS", "Budget", "Detection", "Mutant", "mutant_driver",
