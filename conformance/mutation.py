@@ -19,7 +19,7 @@ import contextlib
 import dataclasses
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 from unittest import mock
 
 
@@ -95,6 +95,58 @@ class Clock:
     def capped(self, spent: str) -> Detection:
         return Detection(False, self.elapsed(), f"safety cap of {self.cap:g} s hit after {spent}", [], spent,
                          capped=f"after {spent} (raise --max-seconds, or lower --scale)")
+
+
+
+# -- the two trace engines every system's catalogue runs (its configurations and counts are its own) --
+def replay_until_killed(clock: Clock, phases: Iterable[tuple[str, Callable[[], Any], Callable[[], Iterable[list]]]],
+                        *, unit: str = "paths", seed_per_sequence: bool = False) -> tuple[Detection | None, int]:
+    """The explorer engine's loop: replay every action sequence of every phase ``(label, make_checker,
+    sequences)`` in order (shortest first is the caller's order) until one diverges.  Returns the kill
+    or the hit cap, else ``None``, and how many sequences were replayed.  ``seed_per_sequence``: the
+    i-th sequence of a phase replays with seed i (the seed picks what the driver itself chooses)."""
+    replayed = 0
+    for label, make_checker, sequences in phases:
+        checker = make_checker()
+        try:
+            for i, actions in enumerate(sequences()):
+                run = checker.replay(actions, i) if seed_per_sequence else checker.replay(actions)
+                replayed += 1
+                if not run.ok:
+                    where = f"{label} (seed {run.seed})" if seed_per_sequence else label
+                    return clock.killed(f"{where}: {run.divergence.describe()}", checker.minimise(run),
+                                        f"{replayed} {unit}"), replayed
+                if clock.over():
+                    return clock.capped(f"{replayed} {unit}"), replayed
+        finally:
+            checker.impl.close()
+    return None, replayed
+
+
+def walk_until_killed(clock: Clock, traces: int, pick: Callable[[int], tuple[str, Any]],
+                      make_checker: Callable[[Any], Any], *, length: int = 40) -> Detection:
+    """The random engine: trace ``i`` is a seeded random walk (seed ``derive_seed(0, i)``) of ``length``
+    calls on the configuration ``pick(i) -> (label, key)``, one checker per key (``make_checker(key)``),
+    until one diverges.  The detail names the label, the seed and the trace."""
+    from .generate import derive_seed
+
+    checkers: dict[Any, Any] = {}
+    try:
+        for i in range(traces):
+            label, key = pick(i)
+            if key not in checkers:
+                checkers[key] = make_checker(key)
+            checker = checkers[key]
+            run = checker.walk(derive_seed(0, i), length)
+            if not run.ok:
+                return clock.killed(f"{label} (seed {run.seed}) trace {i}: {run.divergence.describe()}",
+                                    checker.minimise(run), f"{i + 1} traces")
+            if clock.over():
+                return clock.capped(f"{i + 1} of {traces} traces")
+    finally:
+        for c in checkers.values():
+            c.impl.close()
+    return clock.survived(f"{traces} random traces conform", f"{traces} traces")
 
 
 Engine = Callable[[Budget], Detection]

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from conq.conformance.adapters import InProcess
 from conq.conformance.checker import Checker
-from conq.conformance.trace import write
+from conq.conformance.corpus import record_kills, record_walks
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
 #: the configurations of the original actors (publishers, consumers, credit, flow, held, release):
@@ -47,45 +47,27 @@ def build(directory: Path = CORPUS, *, per_config: int = 3, configs: tuple[str, 
     from conq.conformance.generate import derive_seed
     from conq.conformance.views import conformance_model
 
-    out = directory
-    out.mkdir(parents=True, exist_ok=True)
+    def model_of(cfg: str):
+        model = conformance_model("consumer-lists", cfg, {"env_budget": mutants.ENV_BUDGET})
+        model.config_name = cfg
+        return model
+
+    directory.mkdir(parents=True, exist_ok=True)
     written = []
     every = PASS_CONFIGS + ACTOR_CONFIGS  # a configuration's seeds depend on its place here only
     for cfg in every if configs is None else configs:
-        model = conformance_model("consumer-lists", cfg, {"env_budget": mutants.ENV_BUDGET})
-        model.config_name = cfg
-        checker = Checker(model, InProcess(ConsumerListsDriver))
-        for k in range(per_config):
-            seed = derive_seed(2026, every.index(cfg) * 100 + k)
-            run = checker.walk(seed, 40)
-            if not run.ok:
-                raise RuntimeError(f"the reference diverges on {cfg} seed {seed}: {run.divergence.describe()}")
-            tr = run.trace(model, "recorded")
-            tr.expect = "pass"
-            tr.generator["note"] = f"reference implementation, random walk on {cfg}"
-            path = out / f"pass-{cfg}-{k}.ndjson"
-            write(tr, path)
-            written.append(path)
-    matrix = mutants.run_catalog(mutant_names, engines=["explorer", "random"], first_kill=True)
-    for name, row in matrix.items():
-        det = next((d for d in row.values() if d.killed and d.evidence), None)
-        if name == "(reference)" or det is None:
-            continue
-        cfg = det.detail.split(":")[0].split(" ")[0]
-        model = conformance_model("consumer-lists", cfg, {"env_budget": mutants.ENV_BUDGET})
-        model.config_name = cfg
-        with mutants.MUTANTS[name].applied():
-            run = Checker(model, InProcess(ConsumerListsDriver), snapshots=False, check_properties=False).replay(det.evidence)
-        if run.ok:
-            continue  # the mutant shows only in the implementation's state, not in what a trace records
-        tr = run.trace(model, "minimised")
-        tr.expect = "diverge"
-        tr.generator["note"] = f"mutant {name}: {mutants.MUTANTS[name].bug}"
-        path = out / f"diverge-{name}.ndjson"
-        write(tr, path)
-        written.append(path)
-    return written
+        model = model_of(cfg)
+        seeds = [derive_seed(2026, every.index(cfg) * 100 + k) for k in range(per_config)]
+        written += record_walks(Checker(model, InProcess(ConsumerListsDriver)), model, directory, cfg, seeds, 40)
 
+    def replay(name: str, det):
+        model = model_of(det.detail.split(":")[0].split(" ")[0])
+        with mutants.MUTANTS[name].applied():
+            checker = Checker(model, InProcess(ConsumerListsDriver), snapshots=False, check_properties=False)
+            return model, checker.replay(det.evidence)
+
+    matrix = mutants.run_catalog(mutant_names, engines=["explorer", "random"], first_kill=True)
+    return written + record_kills(matrix, directory, replay, lambda name: mutants.MUTANTS[name].bug)
 
 if __name__ == "__main__":
     if "--actors" in sys.argv[1:]:

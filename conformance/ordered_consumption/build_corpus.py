@@ -26,7 +26,8 @@ from typing import Any
 
 from conq.conformance.adapters import REJECTED, InProcess
 from conq.conformance.checker import Checker
-from conq.conformance.trace import hashable, write
+from conq.conformance.corpus import record, record_kills, record_walks
+from conq.conformance.trace import hashable
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
 MODEL = "ordered-consumption"
@@ -90,54 +91,31 @@ def build(directory: Path = CORPUS, *, per_config: int = 2, length: int = 40) ->
         checker = Checker(model, InProcess(OrderedConsumptionDriver))
         name = slug(n)
         try:
-            for k in range(per_config):
-                seed = derive_seed(2026, n * 100 + k)
-                run = checker.walk(seed, length)
-                if not run.ok:
-                    raise RuntimeError(f"the reference diverges on {name} seed {seed}: {run.divergence.describe()}")
-                tr = run.trace(model, "recorded")
-                tr.expect = "pass"
-                tr.generator["note"] = f"reference implementation, random walk on {name}"
-                path = directory / f"pass-{name}-{k}.ndjson"
-                write(tr, path)
-                written.append(path)
+            seeds = [derive_seed(2026, n * 100 + k) for k in range(per_config)]
+            written += record_walks(checker, model, directory, name, seeds, length)
             for call, (init, actions) in sorted(shortest_per_call(model).items()):
                 run = checker.replay(actions, seed_for(model, init))
                 if not run.ok:
                     raise RuntimeError(f"the reference diverges on {name}, shortest {call}: {run.divergence.describe()}")
                 if run.observations[-1] == REJECTED:
                     continue  # the implementation took another branch (a server's choice): not this call
-                tr = run.trace(model, "recorded")
-                tr.expect = "pass"
-                tr.generator["note"] = f"reference implementation, shortest sequence ending with {call} on {name}"
-                path = directory / f"pass-{name}-{call}.ndjson"
-                write(tr, path)
-                written.append(path)
+                written.append(record(run, model, directory / f"pass-{name}-{call}.ndjson", expect="pass",
+                                      note=f"reference implementation, shortest sequence ending with {call} on {name}"))
         finally:
             checker.impl.close()
-    matrix = mutants.run_catalog(engines=["explorer", "random"], first_kill=True)
-    for mname, row in matrix.items():
-        det = next((d for d in row.values() if d.killed and d.evidence), None)
-        if mname == "(reference)" or det is None:
-            continue
-        m = re.match(r"(.*) \(seed (\d+)\): ", det.detail)
+
+    def replay(mname: str, det):
+        m = re.match(r"(.*?) \(seed (\d+)\)", det.detail)
         k = next(i for i in range(len(mutants.TRACE_CONFIGS)) if mutants._label(i) == m.group(1))
         model = mutants._model(k)
         checker = Checker(model, InProcess(mutants.mutant_driver(mname)), snapshots=False, check_properties=False)
         try:
-            run = checker.replay(det.evidence, int(m.group(2)))
+            return model, checker.replay(det.evidence, int(m.group(2)))
         finally:
             checker.impl.close()
-        if run.ok:
-            continue  # the mutant shows only in the implementation's state, which a trace does not record
-        tr = run.trace(model, "minimised")
-        tr.expect = "diverge"
-        tr.generator["note"] = f"mutant {mname}: {mutants.MUTANTS[mname].bug}"
-        path = directory / f"diverge-{mname}.ndjson"
-        write(tr, path)
-        written.append(path)
-    return written
 
+    matrix = mutants.run_catalog(engines=["explorer", "random"], first_kill=True)
+    return written + record_kills(matrix, directory, replay, lambda name: mutants.MUTANTS[name].bug)
 
 if __name__ == "__main__":
     for p in build():

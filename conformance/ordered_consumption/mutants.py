@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from conq.conformance.mutation import Budget, Catalogue, Clock, Detection, Mutant
+from conq.conformance.mutation import Budget, Catalogue, Clock, Detection, Mutant, replay_until_killed, walk_until_killed
 from conq.impl.ordered_consumption.process_queue import HeldMessages, ProcessQueue
 from conq.impl.ordered_consumption.producer import Producer
 from conq.impl.ordered_consumption.protocol import RpcError
@@ -355,45 +355,17 @@ def engine_explorer(budget: Budget) -> Detection:
     and, for the producer, the message and queue pattern)."""
     clock = Clock(budget)
     cap = budget.count(EXPLORER_SEQUENCES)
-    replayed = 0
-    for k in range(len(TRACE_CONFIGS)):
-        checker, _ = _checker(k)
-        try:
-            for i, actions in enumerate(_short_sequences(k, EXPLORER_DEPTH)[:cap]):
-                run = checker.replay(actions, i)
-                replayed += 1
-                if not run.ok:
-                    return clock.killed(f"{_label(k)} (seed {run.seed}): {run.divergence.describe()}",
-                                        checker.minimise(run), f"{replayed} sequences")
-                if clock.over():
-                    return clock.capped(f"{replayed} sequences")
-        finally:
-            checker.impl.close()
-    return clock.survived(f"{replayed} sequences (every sequence of <= {EXPLORER_DEPTH} calls, at most {cap} per "
-                          "configuration) conform", f"{replayed} sequences")
+    phases = [(_label(k), lambda k=k: _checker(k)[0], lambda k=k: _short_sequences(k, EXPLORER_DEPTH)[:cap])
+              for k in range(len(TRACE_CONFIGS))]
+    det, replayed = replay_until_killed(clock, phases, unit="sequences", seed_per_sequence=True)
+    return det or clock.survived(f"{replayed} sequences (every sequence of <= {EXPLORER_DEPTH} calls, at most {cap} "
+                                 "per configuration) conform", f"{replayed} sequences")
 
 
 def engine_random(budget: Budget) -> Detection:
-    from conq.conformance.generate import derive_seed
-
-    clock = Clock(budget)
-    traces = budget.count(RANDOM_TRACES)
-    checkers: dict[int, Any] = {}
-    try:
-        for i in range(traces):
-            k = i % len(TRACE_CONFIGS)
-            if k not in checkers:
-                checkers[k] = _checker(k)[0]
-            run = checkers[k].walk(derive_seed(0, i), 40)
-            if not run.ok:
-                return clock.killed(f"{_label(k)} (seed {run.seed}): trace {i}: {run.divergence.describe()}",
-                                    checkers[k].minimise(run), f"{i + 1} traces")
-            if clock.over():
-                return clock.capped(f"{i + 1} of {traces} traces")
-    finally:
-        for c in checkers.values():
-            c.impl.close()
-    return clock.survived(f"{traces} random traces conform", f"{traces} traces")
+    n = len(TRACE_CONFIGS)
+    return walk_until_killed(Clock(budget), budget.count(RANDOM_TRACES), lambda i: (_label(i % n), i % n),
+                             lambda k: _checker(k)[0])
 
 
 ENGINES = {"explorer": engine_explorer, "random": engine_random}

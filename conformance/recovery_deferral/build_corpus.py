@@ -22,7 +22,7 @@ from pathlib import Path
 
 from conq.conformance.adapters import InProcess
 from conq.conformance.checker import Checker
-from conq.conformance.trace import write
+from conq.conformance.corpus import record_kills, record_walks
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
 MODEL = "recovery-deferral"
@@ -40,41 +40,21 @@ def build(directory: Path = CORPUS, *, per_config: int = 2, length: int = 40) ->
         model = conformance_model(MODEL, cfg)
         checker = Checker(model, InProcess(RecoveryDeferralDriver))
         try:
-            for k in range(per_config):
-                seed = derive_seed(2026, n * 100 + k)
-                run = checker.walk(seed, length)
-                if not run.ok:
-                    raise RuntimeError(f"the reference diverges on {cfg} seed {seed}: {run.divergence.describe()}")
-                tr = run.trace(model, "recorded")
-                tr.expect = "pass"
-                tr.generator["note"] = f"reference implementation, random walk on {cfg}"
-                path = directory / f"pass-{cfg}-{k}.ndjson"
-                write(tr, path)
-                written.append(path)
+            seeds = [derive_seed(2026, n * 100 + k) for k in range(per_config)]
+            written += record_walks(checker, model, directory, cfg, seeds, length)
         finally:
             checker.impl.close()
-    matrix = mutants.run_catalog(engines=["explorer", "random"], first_kill=True)
-    for name, row in matrix.items():
-        det = next((d for d in row.values() if d.killed and d.evidence), None)
-        if name == "(reference)" or det is None:
-            continue
-        cfg = det.detail.split(":")[0].split(" ")[0]
-        model = conformance_model(MODEL, cfg)
+
+    def replay(name: str, det):
+        model = conformance_model(MODEL, det.detail.split(":")[0].split(" ")[0])
         checker = Checker(model, InProcess(mutants.mutant_driver(name)), snapshots=False, check_properties=False)
         try:
-            run = checker.replay(det.evidence)
+            return model, checker.replay(det.evidence)
         finally:
             checker.impl.close()
-        if run.ok:
-            continue  # the mutant shows only in the implementation's state, which a trace does not record
-        tr = run.trace(model, "minimised")
-        tr.expect = "diverge"
-        tr.generator["note"] = f"mutant {name}: {mutants.MUTANTS[name].bug}"
-        path = directory / f"diverge-{name}.ndjson"
-        write(tr, path)
-        written.append(path)
-    return written
 
+    matrix = mutants.run_catalog(engines=["explorer", "random"], first_kill=True)
+    return written + record_kills(matrix, directory, replay, lambda name: mutants.MUTANTS[name].bug)
 
 if __name__ == "__main__":
     for p in build():

@@ -29,9 +29,8 @@ Engines (each spends a *count*, scaled by ``Budget.scale``; seconds only cap):
 from __future__ import annotations
 
 import threading
-from typing import Any
 
-from conq.conformance.mutation import Budget, Catalogue, Clock, Detection, Mutant
+from conq.conformance.mutation import Budget, Catalogue, Clock, Detection, Mutant, replay_until_killed, walk_until_killed
 from conq.impl.recovery_deferral import events as _events
 from conq.impl.recovery_deferral.demux import TaskPool
 from conq.impl.recovery_deferral.feed_listener import ConcurrentFeedListener, _Task
@@ -430,46 +429,17 @@ def engine_explorer(budget: Budget) -> Detection:
     clock = Clock(budget)
     depth = EXPLORER_DEPTH + max(0, int(budget.scale).bit_length() - 1)
     leaves = budget.count(EXPLORER_LEAVES)
-    replayed = 0
-    phases = [(cfg, lambda cfg=cfg: _short_sequences(cfg, depth)) for cfg in TRACE_CONFIGS]
-    phases += [(cfg, lambda cfg=cfg: _leaf_paths(cfg)[:leaves]) for cfg in TRACE_CONFIGS]
-    for cfg, seqs in phases:
-        checker, _ = _checker(cfg)
-        try:
-            for actions in seqs():
-                run = checker.replay(actions)
-                replayed += 1
-                if not run.ok:
-                    return clock.killed(f"{cfg}: {run.divergence.describe()}", checker.minimise(run), f"{replayed} paths")
-                if clock.over():
-                    return clock.capped(f"{replayed} paths")
-        finally:
-            checker.impl.close()
-    return clock.survived(f"{replayed} paths (every sequence of <= {depth} steps, then {leaves} leaves per "
-                          "configuration) conform", f"{replayed} paths")
+    phases = [(cfg, lambda cfg=cfg: _checker(cfg)[0], lambda cfg=cfg: _short_sequences(cfg, depth)) for cfg in TRACE_CONFIGS]
+    phases += [(cfg, lambda cfg=cfg: _checker(cfg)[0], lambda cfg=cfg: _leaf_paths(cfg)[:leaves]) for cfg in TRACE_CONFIGS]
+    det, replayed = replay_until_killed(clock, phases)
+    return det or clock.survived(f"{replayed} paths (every sequence of <= {depth} steps, then {leaves} leaves per "
+                                 "configuration) conform", f"{replayed} paths")
 
 
 def engine_random(budget: Budget) -> Detection:
-    from conq.conformance.generate import derive_seed
-
-    clock = Clock(budget)
-    traces = budget.count(RANDOM_TRACES)
-    checkers: dict[str, Any] = {}
-    try:
-        for i in range(traces):
-            cfg = TRACE_CONFIGS[i % len(TRACE_CONFIGS)]
-            if cfg not in checkers:
-                checkers[cfg] = _checker(cfg)[0]
-            checker = checkers[cfg]
-            run = checker.walk(derive_seed(0, i), 40)
-            if not run.ok:
-                return clock.killed(f"{cfg} trace {i}: {run.divergence.describe()}", checker.minimise(run), f"{i + 1} traces")
-            if clock.over():
-                return clock.capped(f"{i + 1} of {traces} traces")
-    finally:
-        for c in checkers.values():
-            c.impl.close()
-    return clock.survived(f"{traces} random traces conform", f"{traces} traces")
+    n = len(TRACE_CONFIGS)
+    return walk_until_killed(Clock(budget), budget.count(RANDOM_TRACES),
+                             lambda i: (TRACE_CONFIGS[i % n], TRACE_CONFIGS[i % n]), lambda cfg: _checker(cfg)[0])
 
 
 def engine_hypothesis(budget: Budget) -> Detection:
