@@ -21,10 +21,18 @@ never handed to a consumer while the harness still records another consumer hold
 is cleared before its release / reject / settle, and under the harness lock together with a
 removal); a rejected message never reaches its rejecter again; group ownership never violated --
 ``Queue.check_invariants`` (entry states against the group manager: one holder per shared group, no
-holder but the assigned consumer) every ``check_every`` deliveries and at the end, with nothing
-else found either; no stall -- the run completes: with the churn and flow threads stopped and every
-consumer resumed, every remaining message is delivered, expired or deleted.  Seconds are only the
-loud safety caps ``stall_timeout`` (no progress for that long with work pending) and ``timeout``.
+holder but the assigned consumer) every ``check_every`` deliveries (default 100: a check is one
+queue-lock pass over the backlog, at most ``max_backlog`` entries, and costs nothing measurable at
+that rate; every 5,000 it missed ``group-owner-ignored``) and at the end, with nothing else found
+either; a management delete that had to wait (a held entry, an unsent acquisition) ends with the
+entry deleted; every send is made only of an entry its consumer holds and that has not left the queue
+(``_CheckedQueue._sent``: a delete that steals an unsent acquisition, or an acquire that lets a
+deleted entry through, shows there); no stall -- the run completes: with the churn and flow threads
+stopped and every consumer resumed, every remaining message is delivered, expired or deleted; no
+actor thread fails (an exception out of a publisher, the management, churn or flow thread -- e.g.
+``remove_consumer`` tripping over a broken invariant -- is a finding, reported at once, never just a
+traceback on stderr).  Seconds are only the loud safety caps ``stall_timeout`` (no progress for that
+long with work pending) and ``timeout``.
 """
 
 from __future__ import annotations
@@ -40,7 +48,7 @@ from typing import Any
 
 from conq.impl.consumer_lists.delivery import Connection, ConsumerTarget, IOThreadPool
 from conq.impl.consumer_lists.housekeeping import Housekeeping
-from conq.impl.consumer_lists.queue import DISPOSITIONS, Queue, QueueConsumer, QueueError
+from conq.impl.consumer_lists.queue import DISPOSITIONS, MessageState, Queue, QueueConsumer, QueueError
 
 __all__ = ["ActorsResult", "ActorsWorkloadError", "run_all_actors"]
 
@@ -96,13 +104,59 @@ def _h(seed: int, *xs: int) -> int:
     return int.from_bytes(d, "little")
 
 
+class _CheckedQueue(Queue):
+    """The reference queue (or a mutant of it: mutants patch ``Queue``'s methods, which this class
+    inherits) with the model's check at the send (``deliver`` step; ``races.py`` makes the same one
+    under the deterministic scheduler): the consumer holds the entry and the entry has not left the
+    queue.  Until the send nothing but the consumer's removal can take the entry from it (a delete
+    or an expiry waits for the send: ``makeAcquisitionStealable``), and a removal sets ``closed``
+    before it releases, so a closed consumer is exempt and nothing else is."""
+
+    problems: list[str]
+    pulling: threading.local  # ``on`` while this thread is in ``_attempt_delivery``
+
+    def _attempt_delivery(self, c: QueueConsumer) -> Any:
+        tl = self.pulling
+        tl.on = True
+        try:
+            entry = super()._attempt_delivery(c)
+        finally:
+            tl.on = False
+        if entry is not None:
+            # give the GIL away between the acquire and the send, so the management and
+            # housekeeping threads' deletes meet unsent acquisitions (the window a delete must wait
+            # for) far more often than the few bytecodes of the reference would let them
+            time.sleep(0)
+        return entry
+
+    def _no_higher(self, c: QueueConsumer, entry: Any) -> bool:
+        # a pull of a consumer of a non-default priority (all of them here) asks this between
+        # finding an entry and acquiring it: giving the GIL away here lets a delete or an expiry
+        # take the entry inside that window (the acquire must then fail: ``acquire-deleted``);
+        # only in a pull (the notification paths ask it too, far more often)
+        if getattr(self.pulling, "on", False):
+            time.sleep(0)
+        return super()._no_higher(c, entry)
+
+    def _sent(self, c: QueueConsumer, entry: Any) -> None:
+        with self._lock:
+            held = entry.state is MessageState.ACQUIRED and entry.owner == c.id and not self.dispositions[entry.id]
+            if not held and not c.closed and len(self.problems) < 20:
+                self.problems.append(f"{self.name}: consumer {c.id} is sent message {entry.id} while it does not hold it "
+                                     f"({entry.state.name}, owner {entry.owner!r}, disposition "
+                                     f"{DISPOSITIONS.get(self.dispositions[entry.id], 'none')})")
+        super()._sent(c, entry)
+
+
 class _Side:
     """One queue with its bookkeeping (arrays indexed by message id)."""
 
     def __init__(self, name: str, policy: str, n_max: int) -> None:
         self.name = name
-        self.q = Queue(name=name, record_events=False, retain_deleted=False, max_delivery_failures=None,
-                       group_policy=policy, record_dispositions=True)
+        self.q = _CheckedQueue(name=name, record_events=False, retain_deleted=False, max_delivery_failures=None,
+                               group_policy=policy, record_dispositions=True)
+        self.q.problems = []  # the send check's findings (written under the queue's lock)
+        self.q.pulling = threading.local()
         self.holder = array("i", bytes(4 * (n_max + 2)))  # consumer index + 1 holding it (harness view)
         self.rejecter = array("i", bytes(4 * (n_max + 2)))  # consumer index + 1 that rejected it
         self.releases = bytearray(n_max + 2)
@@ -112,6 +166,9 @@ class _Side:
         self.held_by: dict[int, set[int]] = {}  # consumer index -> message ids it holds
         self.enqueued = 0
         self.held_ids: deque[int] = deque()
+        #: messages a management delete had to wait for ("held" / "waiting"): written by the
+        #: management thread only, read after it is joined; each must end deleted
+        self.delete_waited: list[int] = []
 
 
 class _Run:
@@ -145,6 +202,28 @@ class _Run:
         self.deliveries = 0
         self.rng = random.Random(seed)
         self.suspended: set[int] = set()
+        self.thread_errors: list[str] = []  # actor threads that raised (each is a finding)
+
+    def _actor(self, fn: Any) -> Any:
+        """``fn`` as an actor thread's body: an exception out of it is recorded (the run fails at
+        once, naming the thread and where it raised) and the other actors are told to stop."""
+
+        def body(*args: Any) -> None:
+            try:
+                fn(*args)
+            except BaseException as exc:
+                tb = exc.__traceback__
+                while tb is not None and tb.tb_next is not None:
+                    tb = tb.tb_next
+                where = f" at {tb.tb_frame.f_code.co_filename.rsplit('/', 1)[-1]}:{tb.tb_lineno} " \
+                        f"({tb.tb_frame.f_code.co_name})" if tb is not None else ""
+                with self.lock:
+                    self.thread_errors.append(f"thread {threading.current_thread().name} raised "
+                                              f"{type(exc).__name__}: {exc}{where}")
+                self.stop_actors.set()
+
+        body.__name__ = fn.__name__
+        return body
 
     # -- consumers ----------------------------------------------------------------------------
     def _add_consumer(self, side: _Side, k: int) -> None:
@@ -290,6 +369,8 @@ class _Run:
                     try:
                         out = side.q.delete_entry(m)
                         key = "available" if out is None else (out if isinstance(out, str) else "stolen")
+                        if key in ("held", "waiting"):
+                            side.delete_waited.append(m)
                     except QueueError:
                         key = "refused"
                     self.delete_calls[key] = self.delete_calls.get(key, 0) + 1
@@ -338,9 +419,9 @@ class _Run:
                     self._add_consumer(side, k)
         for h in housekeepers:
             h.start()
-        pubs = [threading.Thread(target=self._publisher, args=(p,), name=f"pub{p}", daemon=True)
+        pubs = [threading.Thread(target=self._actor(self._publisher), args=(p,), name=f"pub{p}", daemon=True)
                 for p in range(self.n_pub)]
-        others = [threading.Thread(target=f, name=f.__name__, daemon=True)
+        others = [threading.Thread(target=self._actor(f), name=f.__name__, daemon=True)
                   for f in (self._management, self._churn, self._flow)]
         threads = pubs + others
         for t in threads:
@@ -376,7 +457,10 @@ class _Run:
                 error = error or exc
             self.result.housekeeping_passes = sum(h.passes for h in housekeepers)
         if error is not None:
+            if self.thread_errors and not isinstance(error, ActorsWorkloadError):
+                raise ActorsWorkloadError("all-actors workload: " + "; ".join(self.thread_errors[:20])) from error
             raise error
+        self._raise_findings()
         self.result.seconds = time.monotonic() - start
         self._check_invariants()
         self._final_checks()
@@ -386,6 +470,7 @@ class _Run:
         start = time.monotonic()
         last, last_change = -1, start
         while not done():
+            self._raise_findings()
             now = time.monotonic()
             progress = self._finished() + self.published + self.deliveries
             if progress != last:
@@ -398,6 +483,12 @@ class _Run:
             if self.pool.errors:
                 raise self.pool.errors[0]
             time.sleep(0.01)
+
+    def _raise_findings(self) -> None:
+        """Fail now on a failed actor thread or a bad send (not only at the end)."""
+        found = self.thread_errors + [p for s in self.sides for p in s.q.problems]
+        if found:
+            raise ActorsWorkloadError("all-actors workload: " + "; ".join(found[:20]))
 
     def _state(self) -> str:
         parts = []
@@ -429,6 +520,12 @@ class _Run:
                 if (code == 1) != (s.settled[m] == 1):
                     self.violations.append(f"{s.name}: message {m}: disposition {DISPOSITIONS[code]} but settled "
                                            f"{s.settled[m]} times by the sink")
+            # a delete that waited completes when the entry's state changes next (unhold, release,
+            # removal, send): whatever happens, the entry ends deleted -- never settled or expired
+            waited = [m for m in s.delete_waited if DISPOSITIONS.get(q.dispositions[m]) != "deleted"]
+            for m in waited[:5]:
+                self.violations.append(f"{s.name}: message {m}: a delete waited for it, but it ended "
+                                       f"{DISPOSITIONS.get(q.dispositions[m], 'in the queue')}")
             if q.disposition_conflicts:
                 self.violations.append(f"{s.name}: {q.disposition_conflicts} messages left the queue twice")
             if q.available_count:
@@ -447,7 +544,7 @@ class _Run:
 
 
 def run_all_actors(messages: int = 1_000_000, *, threads: int = DEFAULT_THREADS, seed: int = 1, groups: int = 8,
-                   check_every: int = 5000, stall_timeout: float = 60.0, timeout: float = 3600.0,
+                   check_every: int = 100, stall_timeout: float = 60.0, timeout: float = 3600.0,
                    max_backlog: int = 500) -> ActorsResult:
     """Run the all-actors workload (module docstring); raises ``ActorsWorkloadError`` on any failed
     check, returns the figures otherwise."""

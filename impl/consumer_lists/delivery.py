@@ -52,7 +52,14 @@ buffer / the client's callback) raising an ``Exception`` for message ``m`` pulle
    subscribed and its connection in service.  ``IOThreadPool.stop`` does not raise for it.
 
 A message pulled for a consumer that was closed meanwhile is not handed to the sink: it is released
-if the consumer still holds it (the removal normally already released it).
+if the consumer still holds it (the removal normally already released it).  The check is made once,
+after the pull, and the sink is not called under any lock, so a close by *another* thread just after
+the check still lets the sink receive a message its consumer no longer holds (a *stale send*: the
+removal released it and another consumer may already hold it; the client's later settle is refused,
+``QueueError`` / ``settle_owned`` False).  At-least-once, never acquired twice: the message is
+redelivered, and the queue never counts it as held by both (the workload's checker allows exactly
+that, ``workload``: "nothing acquired twice"; upstream's ``doSend`` likewise checks the link once,
+before the send).
 
 Upstream Broker-J releases a message whose send cannot happen and keeps the IO thread serving:
 ``ConsumerTarget_1_0.doSend`` calls ``entry.release(consumer)`` when the link is no longer attached

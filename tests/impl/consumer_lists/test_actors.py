@@ -7,6 +7,7 @@ seconds only cap a run loudly."""
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 
@@ -435,6 +436,10 @@ def test_rejects_and_groups_on_real_threads():
             if problems:
                 violations.extend(problems)
                 return
+            # Python's locks are not fair: a loop that takes the queue's lock again at once can keep
+            # the enqueuing thread from it for minutes (seen 2026-11-24 on a quiet machine: the
+            # enqueue of 2,000 messages never finished); a pause between passes lets it in
+            time.sleep(0.001)
 
     threads = [threading.Thread(target=run, args=(c,), daemon=True) for c in cs]
     threads.append(threading.Thread(target=checker, daemon=True))
