@@ -18,7 +18,8 @@ whole group -- the port and anything it started -- on a failure, on
 
 A driver class has ``__init__(config: dict, seed: int)``, ``do(action) ->
 observation`` (raising :class:`ActionRejected` when the action's precondition
-does not hold) and optionally ``snapshot() -> observed state``.
+does not hold) and optionally ``snapshot() -> observed state`` and ``observed() ->
+hashable(snapshot())``, the same value built without the JSON-shaped detour (preferred when present).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from __future__ import annotations
 import atexit
 import json
 import os
+import re
 import selectors
 import signal
 import subprocess
@@ -119,6 +121,10 @@ class InProcess:
             return REJECTED
 
     def snapshot(self) -> Any | None:
+        # a driver's ``observed()`` is ``hashable(snapshot())`` built directly (the checker's hot path)
+        fast = getattr(self.driver, "observed", None)
+        if fast is not None:
+            return fast()
         snap = getattr(self.driver, "snapshot", None)
         return hashable(snap()) if snap is not None else None
 
@@ -268,6 +274,10 @@ class ReplyReader:
         """Bytes read and not yet taken as a line (a partial line, or output nobody asked for)."""
         return bytes(self._buf)
 
+    def pending(self) -> bool:
+        """Whether any bytes are :attr:`buffered` (without copying them)."""
+        return bool(self._buf)
+
     def take_line(self) -> bytes | None:
         """The next complete line (without its newline), None when no line is complete yet;
         :class:`PortFailure` when the line exceeds the cap."""
@@ -289,29 +299,47 @@ def _no_constants(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
+#: one decoder for every reply (``json.loads`` with a keyword argument builds a new one per call)
+_DECODER = json.JSONDecoder(parse_constant=_no_constants)
+#: reply type -> its required fields beside ``type`` and ``id``, for the replies whose other fields
+#: are all of any type (``parse_reply``'s fast path: the presence of those is all there is to check)
+_ANY_FIELDS = {m.type: tuple(f.name for f in m.fields if f.name != "id" and f.required)
+               for m in protocol.MESSAGES
+               if m.sender == "port" and m.type != "error"
+               and all(f.type == "any" or (f.name == "id" and f.type == "integer" and f.required) for f in m.fields)}
+
+
 def parse_reply(raw: bytes, kind: str, request_id: int) -> dict[str, Any]:
     """One line a port wrote in response to a ``kind`` request with this id:
     the reply (``<kind>_ok`` or ``error``, well-formed), or :class:`PortFailure`
     saying what is wrong with it.  Nothing else is ever raised."""
     what = f"response to {kind}"
     try:
-        text = bytes(raw).decode("utf-8")
+        text = (raw if type(raw) is bytes else bytes(raw)).decode("utf-8")
     except UnicodeDecodeError as e:
         raise PortFailure(f"the {what} is not UTF-8 (invalid byte at offset {e.start}): {_clip(raw)}", code="bad-reply") from None
     try:
-        reply = json.loads(text, parse_constant=_no_constants)
+        # json.loads, without building a decoder per call (it refuses a BOM before decoding)
+        reply = _DECODER.decode(text) if not text.startswith("\ufeff") else json.loads(text, parse_constant=_no_constants)
     except json.JSONDecodeError as e:
         raise PortFailure(f"invalid JSON in {what}: {e.msg} (column {e.colno}): {_clip(raw)}", code="bad-reply") from None
     except (ValueError, RecursionError) as e:  # NaN, a too-long integer, nesting deeper than the parser goes
         raise PortFailure(f"invalid JSON in {what}: {_clip_text(str(e) or type(e).__name__, 200)}: {_clip(raw)}",
                           code="bad-reply") from None
+    expected = protocol.BY_TYPE[kind].reply
+    # the hot path: the expected reply with this request's id and every field it needs (of any
+    # type) is well-formed; the general checks below would accept it too
+    if type(reply) is dict and reply.get("type") == expected:
+        rid = reply.get("id")
+        need = _ANY_FIELDS.get(expected)
+        if type(rid) is int and rid == request_id and need is not None and all(f in reply for f in need):
+            return reply
     problem = protocol.validate(reply, "port")
     if problem:
         raise PortFailure(f"malformed {what}: {_clip_text(problem, 300)}: {_clip(raw)}", code="bad-reply")
     if reply["id"] != request_id:
         raise PortFailure(f"stale or stray {what}: it has id {short_repr(reply['id'], 40)}, the request has id {request_id}: {_clip(raw)}",
                           code="protocol")
-    expected = protocol.BY_TYPE[kind].reply
     if reply["type"] not in (expected, "error"):
         raise PortFailure(f"expected {expected} or error in {what}, got {reply['type']}", code="protocol")
     return reply
@@ -550,7 +578,13 @@ class _PortProcess:
             self._on_ready(key)
 
     def write(self, data: bytes, deadline: float) -> None:
-        view = memoryview(data)
+        try:  # the common case: the pipe takes the whole request at once
+            n = os.write(self._in, data)
+        except OSError:  # full (BlockingIOError) or closed: the loop below tells which
+            n = 0
+        if n == len(data):
+            return
+        view = memoryview(data)[n:]
         wsel: selectors.BaseSelector | None = None
         try:
             while view:
@@ -664,6 +698,18 @@ class _PortProcess:
             pass
 
 
+#: The start of a reply whose ``type`` and ``id`` are its first two members: two replies to the
+#: same request type that differ only in the digits of that id are the same reply but for its id,
+#: when the rest holds no other ``"type"`` or ``"id"`` member (JSON takes the last of duplicate
+#: members) and no escape (a member name spelt with one); then a reply can be told from an earlier
+#: one by its rest alone, without decoding it again (only JSON whitespace but the newline is allowed).
+_REPLY_HEAD = re.compile(rb'\{[ \t\r]*"type"[ \t\r]*:[ \t\r]*"([a-z_]+)"[ \t\r]*,[ \t\r]*"id"[ \t\r]*:[ \t\r]*'
+                         rb'(0|[1-9][0-9]*)(?=[ \t\r]*[,}])')  # JSON whitespace only (\\s has \\f, \\v)
+_NOT_MEMO = (b'"type"', b'"id"', b"\\")
+#: the longest reply line the memo keeps
+_MEMO_LINE = 1 << 16
+
+
 class Stdio:
     """Drive a port over the NDJSON port protocol.  One port process serves
     consecutive traces (``reset`` between them) until it fails; a failed port
@@ -691,6 +737,17 @@ class Stdio:
         self._ended: str | None = None  # how the last port ended, after which failure
         self.step = 0
         self.implementation = ""
+        #: action -> its request's JSON text after the id (actions repeat: encoded once)
+        self._action_tails: dict[tuple, str] = {}
+        #: (request type, a reply's text after its id) -> the reply, values hashable (_REPLY_HEAD)
+        self._replies: dict[tuple, dict[str, Any]] = {}
+        #: the running port supports snapshot-in-reply (its init_ok said so)
+        self._with_snapshot = False
+        #: the checker takes snapshots (it asked for one): worth asking for them with the actions
+        self._snapshots_wanted = False
+        #: (state, request type): the snapshot the last action's or reset's reply carried, until
+        #: it is taken or stale
+        self._stash: tuple | None = None
 
     @property
     def pid(self) -> int | None:
@@ -722,6 +779,8 @@ class Stdio:
             return None
         self.port = None
         self._pending = None
+        self._stash = None
+        self._with_snapshot = False
         try:
             how = port.end(0.0 if _terminating else grace)
         finally:
@@ -756,10 +815,16 @@ class Stdio:
         return PortFailure(text, problem=problem, step=self.step, request=request or None, stderr=tail,
                            code=code, error=error)
 
-    def _request(self, kind: str, **fields: Any) -> dict[str, Any]:
+    def _request(self, kind: str, tail: str | None = None, **fields: Any) -> dict[str, Any]:
+        """Send one request and read its reply.  ``tail``: the request's JSON text after its id
+        (``', "action": [...]}'``), when the caller has it at hand; else it is ``fields`` encoded,
+        the same text either way (``json.dumps`` of the whole message)."""
         self._next_id += 1
-        msg = {"type": kind, "id": self._next_id, **fields}
-        line = json.dumps(msg)
+        self._stash = None  # a snapshot that came with a reply is stale once anything else is asked
+        if tail is None:
+            line = json.dumps({"type": kind, "id": self._next_id, **fields})
+        else:
+            line = f'{{"type": "{kind}", "id": {self._next_id}{tail}'
         self._kind, self._request_text = kind, line
         port = self.port
         if port is None:
@@ -768,7 +833,7 @@ class Stdio:
         if port.exit_status() is not None:
             how = self._end_port(FAILURE_GRACE)
             raise self._fail(f"the port {how} before it was sent {kind}", code="crash")
-        if port.reader.buffered:
+        if port.reader.pending():
             raise self._fail(f"the port wrote output nobody asked for before {kind}: {_clip(port.reader.buffered)}",
                              code="protocol")
         deadline = time.monotonic() + self.timeout
@@ -790,11 +855,31 @@ class Stdio:
             raise self._fail(f"the port {how} without answering", code="crash") from None
         except PortFailure as e:  # the line is over the cap
             raise self._fail(e.problem, code=e.code) from None
+        # a reply seen before but for its id (ports answer the same few observations and states
+        # over and over) is taken from the memo, its values already hashable (see _REPLY_HEAD)
+        head = _REPLY_HEAD.match(raw) if len(raw) <= _MEMO_LINE else None
+        key = None
+        if head is not None and head.group(1) == protocol.BY_TYPE[kind].reply.encode() \
+                and head.group(2) == str(self._next_id).encode():
+            key = (kind, raw[head.end():].lstrip(b" \t\r"))
+            hit = self._replies.get(key)
+            if hit is not None:
+                self._pending = None
+                return {**hit, "id": self._next_id}
         try:
-            reply = parse_reply(raw, kind, msg["id"])
+            reply = parse_reply(raw, kind, self._next_id)
         except PortFailure as e:
             raise self._fail(e.problem, code=e.code) from None
         self._pending = None
+        if key is not None and not any(c in key[1] for c in _NOT_MEMO):
+            try:
+                memo = {k: hashable(v) if k in ("observation", "state") else v for k, v in reply.items()}
+            except RecursionError:  # the caller's conversion fails it, with its message
+                return reply
+            if len(self._replies) >= 20_000:
+                self._replies.clear()
+            self._replies[key] = memo
+            return memo
         return reply
 
     def _error_text(self, reply: dict[str, Any]) -> str:
@@ -819,9 +904,15 @@ class Stdio:
         self.step = 0
         port = self.port
         if port is not None and self._pending is None and port.exit_status() is None:
-            reply = self._request("reset", seed=seed)
+            batched = self._with_snapshot and self._snapshots_wanted  # snapshot-in-reply: see do()
+            if batched:
+                reply = self._request("reset", f', "seed": {json.dumps(seed)}, "snapshot": true}}')
+            else:
+                reply = self._request("reset", seed=seed)
             if reply["type"] == "error":
                 raise self._error_fail("reset refused", reply)
+            if batched and "state" in reply:
+                self._stash = (reply["state"], "reset")
             return
         if port is not None:
             self._end_port(FAILURE_GRACE, failed=False)  # interrupted mid-request, or exited between traces: never reused
@@ -831,18 +922,43 @@ class Stdio:
         if reply["type"] == "error":
             raise self._error_fail("init refused", reply)
         self.implementation = _clip_text(reply["implementation"], 200)
+        features = reply.get("features")
+        self._with_snapshot = type(features) is list and protocol.SNAPSHOT_IN_REPLY in features
 
     def do(self, action: tuple) -> Any:
         self.step += 1
-        reply = self._request("action", action=jsonable(action))
+        try:
+            tail = self._action_tails.get(action)
+        except TypeError:  # an unhashable action: encoded each time
+            tail = f', "action": {json.dumps(jsonable(action))}}}'
+        if tail is None:
+            if len(self._action_tails) >= 100_000:
+                self._action_tails.clear()
+            tail = self._action_tails[action] = f', "action": {json.dumps(jsonable(action))}}}'
+        # a port with the feature snapshot-in-reply is asked for the snapshot in the same round
+        # trip, once the checker has shown that it takes snapshots (one without never asks)
+        batched = self._with_snapshot and self._snapshots_wanted
+        reply = self._request("action", tail[:-1] + ', "snapshot": true}' if batched else tail)
         if reply["type"] == "error":
             if reply["code"] == 13:
                 return REJECTED
             raise self._error_fail(f"action {short_repr(list(action), 200)} failed", reply)
+        if batched and "state" in reply:
+            self._stash = (reply["state"], "action")
         return self._value(reply["observation"], "observation")
 
     def snapshot(self) -> Any | None:
-        reply = self._request("snapshot")
+        self._snapshots_wanted = True
+        stash = self._stash
+        if stash is not None:  # it came with the action or reset just done (snapshot-in-reply)
+            self._stash = None
+            self._kind = "snapshot"  # from here on a failure is the snapshot's, as if it was asked apart
+            port = self.port
+            if port is not None and port.reader.pending():  # what a snapshot request would have seen first
+                raise self._fail(f"the port wrote output nobody asked for after its response to {stash[1]}: "
+                                 f"{_clip(port.reader.buffered)}", code="protocol")
+            return self._value(stash[0], "state")
+        reply = self._request("snapshot", "}")
         if reply["type"] == "error":
             if reply["code"] == 11:
                 return None

@@ -50,6 +50,16 @@ class ErrorCode:
 
 _ID = Field("id", "integer", "request id chosen by the checker; the response echoes it")
 
+#: the optional feature (``init_ok``'s ``features``) of a port that answers an ``action`` or a
+#: ``reset`` with ``"snapshot": true`` with the snapshot after it in the same reply: one round trip
+#: per step instead of two (issue 17, "Checker speed")
+SNAPSHOT_IN_REPLY = "snapshot-in-reply"
+_ASK = ("sent only to a port whose `init_ok` lists the feature `" + SNAPSHOT_IN_REPLY + "`: `true` asks for the "
+        "snapshot taken right after the {what} in the same reply (`{reply}`'s `state`), which saves the `snapshot` "
+        "request that would follow")
+_GIVE = ("only when the request had `\"snapshot\": true`: the snapshot right after the {what}, as `snapshot_ok` "
+         "would carry it; a port that cannot take one leaves the field out, and the checker then sends `snapshot`")
+
 MESSAGES: tuple[Message, ...] = (
     Message(
         "init",
@@ -71,7 +81,13 @@ MESSAGES: tuple[Message, ...] = (
         "init_ok",
         "port",
         "The system under test is ready.",
-        (_ID, Field("implementation", "string", "name and version of the port, for reports")),
+        (
+            _ID,
+            Field("implementation", "string", "name and version of the port, for reports"),
+            Field("features", "array", "the optional protocol features the port supports, by name (strings; "
+                  "the checker uses those it knows and ignores the rest): "
+                  f"`{SNAPSHOT_IN_REPLY}` (see `action` and `reset`)", required=False),
+        ),
     ),
     Message(
         "action",
@@ -80,7 +96,11 @@ MESSAGES: tuple[Message, ...] = (
         "Actions are arrays: the call name, then its parameters: the model's *call-level* actions, listed with "
         "their parameters, when each is enabled and what each observes in `spec/ports/<model>.md` (never the "
         "model's finer thread steps).",
-        (_ID, Field("action", "array", "`[name, param, ...]`, exactly as the calls of `spec/ports/<model>.md`")),
+        (
+            _ID,
+            Field("action", "array", "`[name, param, ...]`, exactly as the calls of `spec/ports/<model>.md`"),
+            Field("snapshot", "boolean", _ASK.format(what="action", reply="action_ok"), required=False),
+        ),
         reply="action_ok",
     ),
     Message(
@@ -88,7 +108,11 @@ MESSAGES: tuple[Message, ...] = (
         "port",
         "The action was performed; `observation` is what the caller saw, in the model's vocabulary (its exact "
         "shape per model: `spec/ports/<model>.md`).",
-        (_ID, Field("observation", "any", "JSON value; arrays stand for the model's tuples")),
+        (
+            _ID,
+            Field("observation", "any", "JSON value; arrays stand for the model's tuples"),
+            Field("state", "any", _GIVE.format(what="action"), required=False),
+        ),
     ),
     Message(
         "snapshot",
@@ -109,10 +133,15 @@ MESSAGES: tuple[Message, ...] = (
         "checker",
         "Discard the system under test and build a fresh one with the same model and configuration as the `init` "
         "before it, and this seed (the checker never uses `reset` to change the configuration).",
-        (_ID, Field("seed", "integer", "seed for the fresh system")),
+        (
+            _ID,
+            Field("seed", "integer", "seed for the fresh system"),
+            Field("snapshot", "boolean", _ASK.format(what="reset", reply="reset_ok"), required=False),
+        ),
         reply="reset_ok",
     ),
-    Message("reset_ok", "port", "A fresh system under test is ready.", (_ID,)),
+    Message("reset_ok", "port", "A fresh system under test is ready.",
+            (_ID, Field("state", "any", _GIVE.format(what="reset"), required=False))),
     Message("shutdown", "checker", "End of session: the port replies, then exits with status 0.", (_ID,), reply="shutdown_ok"),
     Message("shutdown_ok", "port", "The port is about to exit.", (_ID,)),
     Message(
@@ -219,6 +248,10 @@ def render_markdown() -> str:
         "to stdout: logs go to stderr (the checker shows its tail when a port fails).",
         "- The checker sends one request and waits for its response before the next one. Every request carries an "
         "integer `id`; the response echoes it.",
+        "- Optional features: a port may list, in `init_ok`'s `features`, the optional parts of the protocol it "
+        f"implements; the checker uses them only with such a port. Today there is one, `{SNAPSHOT_IN_REPLY}`: the "
+        "snapshot after an `action` or a `reset` comes in its reply, one round trip per step instead of two (a port "
+        "the checker drives is otherwise limited by the round trips, not by its own speed).",
         "- Every response must arrive within the checker's timeout (`--timeout`, default 10 s); a port that does not "
         "answer in time, exits, or writes anything that is not a well-formed message fails the run at that step, with "
         "the step, the request and what went wrong in the verdict.",
@@ -261,7 +294,7 @@ def render_markdown() -> str:
         if m.reply:
             out += [f"Answered by `{m.reply}`, or by `error`.", ""]
         out += ["| field | type | meaning |", "|---|---|---|", "| `type` | string | `\"" + m.type + "\"` |"]
-        out += [f"| `{f.name}` | {f.type} | {f.about} |" for f in m.fields]
+        out += [f"| `{f.name}` | {f.type}{'' if f.required else ' (optional)'} | {f.about} |" for f in m.fields]
         out.append("")
     out += [
         "## Error codes",

@@ -141,7 +141,12 @@ def hashable(value: Any) -> Any:
 
 
 def jsonable(value: Any) -> Any:
-    if isinstance(value, tuple):
+    """The inverse of :func:`hashable` for tuples: tuples -> lists, at any depth.  On the port's
+    hot path (every snapshot it sends): scalars are kept without a call."""
+    if type(value) is tuple:
+        leaf = _LEAF
+        return [v if type(v) in leaf else jsonable(v) for v in value]
+    if isinstance(value, tuple):  # a subclass (a named tuple)
         return [jsonable(v) for v in value]
     return value
 

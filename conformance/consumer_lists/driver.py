@@ -32,10 +32,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from conq.impl.consumer_lists.consumer_manager import NodeState
 from conq.impl.consumer_lists.housekeeping import Housekeeping
-from conq.impl.consumer_lists.queue import Queue, QueueConsumer, QueueError
+from conq.impl.consumer_lists.queue import MessageState, Queue, QueueConsumer, QueueError
 
 from conq.conformance.adapters import ActionRejected
+from conq.conformance.trace import hashable
 
 NODE = {
     "INTERESTED": "interested",
@@ -44,6 +46,10 @@ NODE = {
     "NON_ACQUIRING": "non-acquiring",
     "REMOVED": "removed",
 }
+#: the same names by the queue's node state and message state (the view's hot path: no string work)
+_NODE_OF = {st: NODE[st.name] for st in NodeState}
+_MESSAGE_OF = {st: st.name.lower() for st in MessageState}
+_ACQUIRED = MessageState.ACQUIRED
 
 
 class _Deadline:
@@ -108,6 +114,14 @@ class ConsumerListsDriver:
         self.suspended: list[set[str]] = [set() for _ in range(n)]
         self.ids: dict[int, int] = {}  # model message -> implementation id
         self.log_pos = 0
+        m = int(config["messages"])
+        self._n_messages = m
+        self._absent = ("absent", int(config.get("initial_credit", 1)))
+        #: "acquired by cN" per owner, built once
+        self._acquired_by: dict[Any, str] = {}
+        #: the view's fast path (``observed``) mirrors ``snapshot`` over ``Queue.snapshot``: only when
+        #: neither is overridden (a subclass that changes either is read through them)
+        self._fast_view = type(self).snapshot is ConsumerListsDriver.snapshot and type(self.q).snapshot is Queue.snapshot
         if config.get("preadded", True):
             for c in range(n):
                 self._add(c)
@@ -241,7 +255,6 @@ class ConsumerListsDriver:
             else:
                 consumers.append([NODE[info["state"]], info["credit"]])
         messages = []
-        by_id = {mid: j for j, mid in self.ids.items()}
         for j in range(int(self.cfg["messages"])):
             if j not in self.ids:
                 messages.append("unarrived")
@@ -263,3 +276,78 @@ class ConsumerListsDriver:
             out["group_reset_owed"] = False
             out["groups"] = [snap["groups"].get(str(g)) for g in range(self.n_groups)]
         return out
+
+    def observed(self) -> tuple:
+        """``hashable(self.snapshot())``, read from the queue directly: the checker asks for it
+        after every step (``InProcess.snapshot``), and the general-purpose ``Queue.snapshot`` (every
+        field of every consumer, the whole notification log, the JSON-shaped dicts and their
+        conversion) was half of in-process conformance's time (bench/checker_speed.py).  The same
+        values, built as the tuples ``hashable`` makes of them (keys in sorted order); the queue's
+        node lists are read exactly as ``Queue.snapshot`` reads them (every list, through
+        ``NodeList._find_next``), so a list whose reading has side effects (the node-list mutants)
+        behaves the same.  Single-threaded, like every driver call: the queue is quiescent."""
+        if not self._fast_view:
+            return hashable(self.snapshot())
+        q = self.q
+        node_of = _NODE_OF
+        absent = self._absent
+        consumers = tuple([absent if con is None else (node_of[con.state], con.credit) for con in self.cons])
+        # the lists, as QueueConsumerManager.describe walks them (interested, notified, all per level,
+        # then not_interested and non_acquiring); only the non-empty Interested lists are shown
+        qcm = q.qcm
+        levels = qcm.levels()
+        interested = []
+        for lv in levels:
+            lst = lv.interested
+            find = lst._find_next
+            n = find(lst.head)
+            if n is not None:
+                ids = []
+                while n is not None:
+                    ids.append(n.value.consumer.id)
+                    n = find(n)
+                interested.append((str(lv.priority), tuple(ids)))
+        for lst in [lv.notified for lv in levels] + [lv.all for lv in levels] + [qcm.not_interested, qcm.non_acquiring]:
+            find = lst._find_next
+            n = find(lst.head)
+            while n is not None:
+                n = find(n)
+        interested.sort()
+        ids = self.ids
+        entries = q._entries
+        message_of = _MESSAGE_OF
+        acquired_by = self._acquired_by
+        m = self._n_messages
+        messages = []
+        for j in range(m):
+            mid = ids.get(j)
+            if mid is None:
+                messages.append("unarrived")
+                continue
+            e = entries[mid]
+            if e.state is _ACQUIRED:
+                name = acquired_by.get(e.owner)
+                if name is None:
+                    name = acquired_by[e.owner] = f"acquired by c{e.owner}"
+                messages.append(name)
+            else:
+                messages.append(message_of[e.state])
+        out: list[tuple[str, Any]] = [("consumers", consumers)]
+        # the other actors (issue 16), in the order of their keys
+        if self.expiry:
+            waiting = q._delete_waiting
+            out.append(("delete_waiting", tuple([j for j in range(m) if ids.get(j) in waiting])))
+        if self.n_groups:
+            owners = q._group_owner
+            out.append(("group_reset_owed", False))
+            out.append(("groups", tuple([None if (o := owners.get(g)) is None else o.id for g in range(self.n_groups)])))
+        out.append(("interested", tuple(interested)))
+        out.append(("messages", tuple(messages)))
+        if self.reject:
+            rb = []
+            for j in range(m):
+                mid = ids.get(j)
+                by = entries[mid].rejected_by if mid is not None else None
+                rb.append(tuple(sorted(by)) if by else ())
+            out.append(("rejected_by", tuple(rb)))
+        return tuple(out)
