@@ -69,6 +69,7 @@ from .state import (
 )
 from .actors import OtherActors
 from .configs import descriptions, named_configs
+from . import fast
 from .properties import properties
 
 
@@ -157,6 +158,8 @@ class ConsumerListsModel(OtherActors, Model):
         self.higher = tuple(tuple(h for h in range(n) if self.prio[h] > self.prio[c]) for c in range(n))
         # the other actors' fields (housekeeping, reject, groups) follow the budget (actors.py)
         self._setup_actors()
+        #: the memoised successor function (fast.py), None when CONQ_CL_FAST=0
+        self._fast = fast.fast_successors(self) if fast.enabled() else None
 
     # ------------------------------------------------------------------ state helpers
     def init_states(self):
@@ -341,93 +344,125 @@ class ConsumerListsModel(OtherActors, Model):
         return None
 
     def successors(self, s):
-        cfg = self.config
-        out = []
-        n, M, MB = self.n, self.m, self.MB
+        """The labelled successors of ``s`` in the fixed order of :meth:`spec_successors`; the
+        memoised fast path (fast.py) unless ``CONQ_CL_FAST=0`` (issue 18)."""
+        if self._fast is not None:
+            return self._fast(s)
+        return self.spec_successors(s)
+
+    def spec_successors(self, s):
+        """The readable successor function, the spec of the fast path: the IO threads' steps, the
+        publishing threads', the other actors', then the environment's (per consumer, then per
+        message), and ``idle`` when nothing the system must do is enabled."""
+        out: list = []
         fair_enabled = False
-        bud_end = self.BUD + 1
-        # --- IO threads --------------------------------------------------------------------
-        for c in range(n):
-            b = c * CF
-            pc = s[b + F_PC]
+        for c in range(self.n):
+            fair_enabled = self._io_steps(s, c, out) or fair_enabled
+        fair_enabled = self._publisher_steps(s, out) or fair_enabled
+        # --- the other actors: housekeeping / management deletes, reject, group resets ----
+        if self.END > self.BUD + 1:
+            fair_enabled = self._actor_successors(s, out) or fair_enabled
+        for c in range(self.n):
+            self._environment_steps(s, c, out)
+        self._message_steps(s, out)
+        if not fair_enabled:
+            # Stuttering: nothing the system must do is enabled, so a run may stay here forever
+            # (the environment is never obliged to act).  Without this step a state whose only
+            # successors are environment steps would count as "something must happen".
+            out.append((("idle",), None, s))
+        return out
+
+    def _io_steps(self, s, c, out) -> bool:
+        """Consumer ``c``'s IO thread: the step its program counter names (a desire update, a pull
+        started, or the next part of one); True when it has a step (it is then owed)."""
+        b = c * CF
+        pc = s[b + F_PC]
+        if pc == IDLE:
             reg = (s[self.L_ALL] >> c) & 1
-            if pc == IDLE:
-                if reg and s[b + F_FLAG] != self._desired(s, c):
-                    fair_enabled = True
-                    out.append(self._set_desired_first(s, c))
-                if reg and s[b + F_WAKE]:
-                    fair_enabled = True
-                    out.append(self._pull_start(s, c))
-            elif pc == START:
-                fair_enabled = True
-                if s[b + F_FLAG] != self._desired(s, c):
-                    out.append(self._set_desired_first(s, c))
+            stepped = False
+            if reg and s[b + F_FLAG] != self._desired(s, c):
+                stepped = True
+                out.append(self._set_desired_first(s, c))
+            if reg and s[b + F_WAKE]:
+                stepped = True
                 out.append(self._pull_start(s, c))
-            elif pc == DES:
-                fair_enabled = True
-                out.append(self._set_desired_second(s, c))
-            elif pc == FIND:
-                fair_enabled = True
-                out.append(self._pull_find(s, c))
-            elif pc == NONE:
-                fair_enabled = True
-                out.append(self._pull_none(s, c))
-            elif pc < self.GOT:
-                fair_enabled = True
-                out.append(self._pull_take(s, c, pc - TAKE))
-            else:
-                fair_enabled = True
-                out.append(self._pull_done(s, c, pc - self.GOT))
-        # --- publishing threads: notifyConsumers owed for an entry that became available ----
-        for j in range(M):
+            return stepped
+        if pc == START:
+            if s[b + F_FLAG] != self._desired(s, c):
+                out.append(self._set_desired_first(s, c))
+            out.append(self._pull_start(s, c))
+        elif pc == DES:
+            out.append(self._set_desired_second(s, c))
+        elif pc == FIND:
+            out.append(self._pull_find(s, c))
+        elif pc == NONE:
+            out.append(self._pull_none(s, c))
+        elif pc < self.GOT:
+            out.append(self._pull_take(s, c, pc - TAKE))
+        else:
+            out.append(self._pull_done(s, c, pc - self.GOT))
+        return True
+
+    def _publisher_steps(self, s, out) -> bool:
+        """Publishing threads: ``notifyConsumers`` owed for an entry that became available; True when
+        one is owed."""
+        MB = self.MB
+        owed = False
+        for j in range(self.m):
             if s[MB + 2 * j + 1]:
-                fair_enabled = True
+                owed = True
                 l = list(s)
                 l[MB + 2 * j + 1] = 0
                 notified: list[int] = []
                 if l[MB + 2 * j] == AVAILABLE:
                     self._notify_consumers(l, j, notified)
                 out.append((("notify_consumers", j), tuple(notified), tuple(l)))
-        # --- the other actors: housekeeping / management deletes, reject, group resets ----
-        if self.END > bud_end:
-            fair_enabled = self._actor_successors(s, out) or fair_enabled
-        # --- environment -----------------------------------------------------------------
+        return owed
+
+    def _environment_steps(self, s, c, out) -> None:
+        """The environment's steps on consumer ``c``: add it, or (within the budget) remove it, grant
+        credit, suspend or resume it."""
+        cfg = self.config
+        b = c * CF
+        node = s[b]
+        if node == ABSENT:
+            l = list(s)
+            notified: list[int] = []
+            self._add(l, c, notified)
+            out.append((("add_consumer", c), tuple(notified), tuple(l)))
+            return
         bud = self.BUD
         budget = s[bud]
-        for c in range(n):
-            b = c * CF
-            node = s[b]
-            if node == ABSENT:
-                l = list(s)
-                notified = []
-                self._add(l, c, notified)
-                out.append((("add_consumer", c), tuple(notified), tuple(l)))
-                continue
-            if node == REMOVED:
-                continue
-            if not budget:
-                continue
-            if cfg.removal:
-                a, o, t = self._remove(s, c)
-                if budget > 0:
-                    t = t[:bud] + (budget - 1,) + t[bud + 1 :]
-                out.append((a, o, t))
-            if s[b + F_CREDIT] < cfg.max_credit:
-                l = list(s)
-                l[b + F_CREDIT] += 1
-                l[bud] -= budget > 0
-                # the credit manager tells the target its state changed (QueueConsumerImpl
-                # externalStateChange -> target.notifyWork): the target will try to pull again
-                l[b + F_WAKE] = 1
-                out.append((("credit", c), None, tuple(l)))
-            susp = s[b + F_SUSP]
-            for r in range(cfg.reasons):
-                l = list(s)
-                l[b + F_SUSP] = susp ^ (1 << r)
-                l[bud] -= budget > 0
-                name = "resume" if (susp >> r) & 1 else "suspend"
-                out.append(((name, c, REASONS[r]), None, tuple(l)))
-        for j in range(M):
+        if node == REMOVED or not budget:
+            return
+        if cfg.removal:
+            a, o, t = self._remove(s, c)
+            if budget > 0:
+                t = t[:bud] + (budget - 1,) + t[bud + 1 :]
+            out.append((a, o, t))
+        if s[b + F_CREDIT] < cfg.max_credit:
+            l = list(s)
+            l[b + F_CREDIT] += 1
+            l[bud] -= budget > 0
+            # the credit manager tells the target its state changed (QueueConsumerImpl
+            # externalStateChange -> target.notifyWork): the target will try to pull again
+            l[b + F_WAKE] = 1
+            out.append((("credit", c), None, tuple(l)))
+        susp = s[b + F_SUSP]
+        for r in range(cfg.reasons):
+            l = list(s)
+            l[b + F_SUSP] = susp ^ (1 << r)
+            l[bud] -= budget > 0
+            name = "resume" if (susp >> r) & 1 else "suspend"
+            out.append(((name, c, REASONS[r]), None, tuple(l)))
+
+    def _message_steps(self, s, out) -> None:
+        """The environment's steps on the messages: enqueue (in id order), un-hold, release."""
+        cfg = self.config
+        MB = self.MB
+        bud = self.BUD
+        budget = s[bud]
+        for j in range(self.m):
             st = s[MB + 2 * j]
             if st == UNARRIVED:
                 if j == 0 or s[MB + 2 * (j - 1)] != UNARRIVED:
@@ -451,12 +486,6 @@ class ConsumerListsModel(OtherActors, Model):
                 l[bud] -= budget > 0
                 self._requeue(l, j)
                 out.append((("release", j), st - ACQ, tuple(l)))
-        if not fair_enabled:
-            # Stuttering: nothing the system must do is enabled, so a run may stay here forever
-            # (the environment is never obliged to act).  Without this step a state whose only
-            # successors are environment steps would count as "something must happen".
-            out.append((("idle",), None, s))
-        return out
 
     # -- the IO thread's steps ----------------------------------------------------------
     def _set_desired_first(self, s, c):
@@ -552,7 +581,6 @@ class ConsumerListsModel(OtherActors, Model):
         in the middle of the delivery cannot send: the entry is released again."""
         l = list(s)
         b = c * CF
-        notified: list[int] = []
         if not (s[self.L_ALL] >> c) & 1:
             if self.acq[c] and s[self.MB + 2 * j] == ACQ + c:
                 # QueueEntryImpl.release(consumer): only if still acquired by c (the removal may have
