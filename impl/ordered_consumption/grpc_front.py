@@ -43,9 +43,22 @@ Adapters (what the core does not do and the proxy in front of a real broker does
   producer's retry after a lost answer stores a second copy under the same id, as a real broker
   does; the receipt handle it gives out is ``"<core id>|<core handle>"``, opaque to the client.
 * **Auto-renew.**  A push consumer's receive asks ``auto_renew`` with no invisible time; the proxy
-  then picks one and renews it in the background.  The face uses ``auto_renew_invisible`` seconds and
-  does **not** renew, so a consumption that outlives it meets an expired handle (the "invisible time
-  runs out mid-consumption" event of issue 19).
+  then picks one and renews it in the background (the client itself never renews: the pinned Python
+  client only sets ``auto_renew = true`` on a push receive, ``consumer.py`` ``_receive_req``).  The
+  face gives ``auto_renew_invisible`` seconds.  With ``renew=False`` (the default) it does **not**
+  renew, so a consumption that outlives that time meets an expired handle (the "invisible time runs
+  out mid-consumption" event of issue 19).  With ``renew=True`` it renews as the RocketMQ proxy does
+  (apache/rocketmq ``proxy/.../receipt/DefaultReceiptHandleManager.java``, read, not copied): every
+  handle handed out by an ``auto_renew`` receive is kept per client; a scan every ``renew_period``
+  seconds renews (a change of invisible duration by ``auto_renew_invisible``, straight to the core,
+  never a fault of the plan: it is the proxy's own traffic) each handle whose invisible time ends
+  within ``renew_ahead``; the client keeps the handle it was given and the face settles with the
+  latest one (the proxy's ``removeReceiptHandle`` on ack / change-invisible / DLQ forward); a renewal
+  the core refuses (the message was settled or its delivery is over) ends that handle's renewal; after
+  ``renew_max`` seconds the proxy stops renewing and hands the message back with the retry policy's
+  delay (``STOP_RENEW``); a client that terminates gets its held messages back after
+  ``invisible_when_clear`` seconds (``clearGroup``).  The proxy's defaults are 10 s ahead, a 5 s scan
+  and 3 h at most; the face's are scaled to the seconds a test can afford.
 * **Answers.**  A core status code becomes the response's ``status`` (the numbers are the same,
   ``protocol.Code``); ``UNAVAILABLE`` (transport) aborts the call with gRPC ``UNAVAILABLE``;
   ``REQUEST_TIMEOUT`` (an injected timeout or lost answer) aborts with gRPC ``DEADLINE_EXCEEDED`` at
@@ -66,9 +79,13 @@ Lifecycle and concurrency
 ``start()`` binds ``127.0.0.1:0`` and starts a grpcio server on a thread pool of its own;
 ``stop()`` stops the server (cancelling every call: a long poll's cancel token wakes the broker's
 wait, a telemetry stream's request iterator ends), waits for it and shuts the pool down, so no
-thread of the face is left.  The broker is not stopped (its owner does that).  ``_lock`` (a leaf)
-protects the id maps, the round-robin counters and the route cache; it is never held while calling
-the core.  A call's handler runs on a pool thread; the core's own locks serialise the rest.
+thread of the face is left; with ``renew=True`` it also ends the renewal thread first.  The broker
+is not stopped (its owner does that).  ``_lock`` (a leaf) protects the id maps, the round-robin
+counters and the route cache; it is never held while calling the core.  ``_renew_lock`` protects the
+renewal records; it *is* held across the renewer's core calls (so that a settle never takes a handle
+that a renewal is replacing), the core never calls back into the face, and ``_lock`` is never taken
+under it: the order is ``_renew_lock`` then the core's locks.  A call's handler runs on a pool thread;
+the core's own locks serialise the rest.
 """
 
 from __future__ import annotations
@@ -173,6 +190,7 @@ class FrontServicer(sgrpc.MessagingServiceServicer):
     def NotifyClientTermination(self, request: spb.NotifyClientTerminationRequest,
                                 context: grpc.ServicerContext) -> spb.NotifyClientTerminationResponse:
         if request.group.name:
+            self._f.clear_renewals(request.group.name, _client_id(context))
             try:
                 self._call(context, self._f.core.unregister, request.group.name, _client_id(context))
             except _Status as s:
@@ -267,6 +285,8 @@ class FrontServicer(sgrpc.MessagingServiceServicer):
         ts = Timestamp()
         ts.FromNanoseconds(time.time_ns())
         yield spb.ReceiveMessageResponse(delivery_timestamp=ts)
+        if request.auto_renew and not request.HasField("invisible_duration"):
+            f.start_renewals(request.group.name, _client_id(context), got, invisible)
         for m in got:
             yield spb.ReceiveMessageResponse(message=f.message_pb(m, invisible))
 
@@ -274,7 +294,10 @@ class FrontServicer(sgrpc.MessagingServiceServicer):
         mid, sep, core_handle = handle.partition(_HANDLE_SEP)
         if not sep:
             return None, handle  # not one of ours (e.g. empty): the core answers INVALID_RECEIPT_HANDLE
-        return mid, core_handle
+        # a renewed delivery is settled with its latest handle, and its renewal ends (the proxy's
+        # removeReceiptHandle); the client always sends the handle it was given
+        current = self._f.end_renewal(handle)
+        return mid, current if current is not None else core_handle
 
     def AckMessage(self, request: spb.AckMessageRequest, context: grpc.ServicerContext) -> spb.AckMessageResponse:
         entries = []
@@ -312,18 +335,32 @@ class FrontServicer(sgrpc.MessagingServiceServicer):
         return spb.ForwardMessageToDeadLetterQueueResponse(status=_status())
 
 
+class _Renewal:
+    """One delivery the face renews (module docstring, "Auto-renew")."""
+
+    __slots__ = ("attempt", "client_id", "deadline", "group", "handle", "message_id", "since", "topic")
+
+    def __init__(self, group: str, client_id: str, topic: str, message_id: str, handle: str, deadline: float,
+                 since: float, attempt: int) -> None:
+        self.group, self.client_id, self.topic, self.message_id = group, client_id, topic, message_id
+        self.handle, self.deadline, self.since, self.attempt = handle, deadline, since, attempt
+
+
 class GrpcFront:
     """A gRPC MessagingService on ``127.0.0.1:<port>`` in front of ``broker``; see the module docstring.
 
     ``plan``: a ``FaultPlan`` (every RPC then goes through ``InProcessChannel``, whose counters are
     ``front.channel``); ``servicer_wrapper``: called with the servicer, returns the servicer to serve
     (the conformance recorder wraps it).  Settings sent to clients: ``long_polling`` (whole seconds)
-    and ``auto_renew_invisible`` (seconds, see the module docstring); ``producer_max_attempts``."""
+    and ``auto_renew_invisible`` (seconds, see the module docstring); ``producer_max_attempts``;
+    ``renew``, ``renew_period``, ``renew_ahead``, ``renew_max``, ``invisible_when_clear``: the proxy's
+    auto-renew (module docstring; counts of what it did in ``renewal_counts``)."""
 
     def __init__(self, broker: Any, *, plan: FaultPlan | None = None, host: str = "127.0.0.1", port: int = 0,
                  max_workers: int = 64, long_polling: int = 1, max_long_polling: float = 5.0,
                  auto_renew_invisible: float = 5.0, producer_max_attempts: int = 3,
-                 servicer_wrapper: Any = None) -> None:
+                 servicer_wrapper: Any = None, renew: bool = False, renew_period: float = 0.5,
+                 renew_ahead: float = 1.0, renew_max: float = 60.0, invisible_when_clear: float = 1.0) -> None:
         if host not in ("127.0.0.1", "::1", "localhost"):
             raise ValueError("the face listens on the loopback interface only")
         self.broker = broker
@@ -347,6 +384,16 @@ class GrpcFront:
         self._sent: dict[str, tuple[Any, Any, int]] = {}  # core id -> (born timestamp, born host, pb type)
         self._txn: dict[str, str] = {}  # transaction id -> core message id
         self._txn_seq = itertools.count(1)
+        self.renew = bool(renew)
+        self.renew_period, self.renew_ahead, self.renew_max = float(renew_period), float(renew_ahead), float(renew_max)
+        self.invisible_when_clear = float(invisible_when_clear)
+        if self.renew and not 0 < self.renew_ahead < self.auto_renew_invisible:
+            raise ValueError("renew_ahead must be positive and below auto_renew_invisible")
+        self._renew_lock = threading.Lock()
+        self._renewals: dict[str, _Renewal] = {}  # the client's handle -> its renewal
+        self._renewer: threading.Thread | None = None
+        self._renew_stop = threading.Event()
+        self.renewal_counts: dict[str, int] = dict.fromkeys(("renewed", "refused", "stopped", "cleared"), 0)
 
     # ------------------------------------------------------------------ lifecycle
     @property
@@ -371,12 +418,20 @@ class GrpcFront:
             raise RuntimeError(f"cannot bind {self.host}:{self._port_asked}")
         server.start()
         self._server, self.port = server, port
+        if self.renew:
+            self._renew_stop.clear()
+            self._renewer = threading.Thread(target=self._renew_loop, name="conq-grpc-front-renewer")
+            self._renewer.start()
         return self
 
     def stop(self, grace: float | None = None) -> None:
         """Stop serving: every call in progress is cancelled; returns once the server and its pool are done."""
         server, pool = self._server, self._pool
         self._server = self._pool = None
+        renewer, self._renewer = self._renewer, None
+        if renewer is not None:
+            self._renew_stop.set()
+            renewer.join()
         if server is not None:
             server.stop(grace).wait()
         if pool is not None:
@@ -487,6 +542,69 @@ class GrpcFront:
             sp.message_group = m.group
         return pb.Message(topic=pb.Resource(name=m.topic), user_properties=dict(m.properties),
                           system_properties=sp, body=m.body)
+
+    # ------------------------------------------------------------------ auto-renew (module docstring)
+    def start_renewals(self, group: str, client_id: str, got: list, invisible: float) -> None:
+        if not self.renew:
+            return
+        now = self.broker.clock.now()
+        with self._renew_lock:
+            for m in got:
+                self._renewals[f"{m.message_id}{_HANDLE_SEP}{m.receipt_handle}"] = _Renewal(
+                    group, client_id, m.topic, m.message_id, m.receipt_handle, now + invisible, now, m.delivery_attempt)
+
+    def end_renewal(self, client_handle: str) -> str | None:
+        """The latest core handle of a renewed delivery (its renewal ends), or None."""
+        if not self.renew:
+            return None
+        with self._renew_lock:
+            r = self._renewals.pop(client_handle, None)
+        return None if r is None else r.handle
+
+    def clear_renewals(self, group: str, client_id: str) -> None:
+        """A terminating client's held messages come back after ``invisible_when_clear`` (clearGroup)."""
+        if not self.renew:
+            return
+        with self._renew_lock:
+            mine = [k for k, r in self._renewals.items() if r.group == group and r.client_id == client_id]
+            for k in mine:
+                r = self._renewals.pop(k)
+                self._change(r, self.invisible_when_clear)
+                self.renewal_counts["cleared"] += 1
+
+    def _change(self, r: _Renewal, seconds: float) -> str | None:
+        try:
+            return self.broker.change_invisible_duration(r.group, r.topic, r.message_id, r.handle, seconds)
+        except RpcError:
+            return None  # settled meanwhile, or its delivery is over: nothing left to renew
+
+    def _renew_loop(self) -> None:
+        while not self._renew_stop.wait(self.renew_period):
+            self.renew_due()
+
+    def renew_due(self) -> int:
+        """One scan: renew every handle whose invisible time ends within ``renew_ahead``; returns how many."""
+        n = 0
+        with self._renew_lock:
+            now = self.broker.clock.now()
+            for key in [k for k, r in self._renewals.items() if r.deadline - now <= self.renew_ahead]:
+                r = self._renewals[key]
+                if now - r.since >= self.renew_max:
+                    # STOP_RENEW: handed back with the retry policy's delay for this attempt
+                    delay = self.broker.query_settings(r.group).retry_policy.delay(max(1, r.attempt))
+                    self._change(r, delay)
+                    del self._renewals[key]
+                    self.renewal_counts["stopped"] += 1
+                    continue
+                new = self._change(r, self.auto_renew_invisible)
+                if new is None:
+                    del self._renewals[key]
+                    self.renewal_counts["refused"] += 1
+                    continue
+                r.handle, r.deadline = new, now + self.auto_renew_invisible
+                self.renewal_counts["renewed"] += 1
+                n += 1
+        return n
 
     def server_settings(self, client: pb.Settings, client_id: str) -> pb.Settings:
         """The settings the server answers a client's settings with (module docstring)."""

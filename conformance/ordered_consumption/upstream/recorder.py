@@ -137,6 +137,24 @@ class Recorder:
         self._events: list[dict] = []
         self.rpc_counts: Counter = Counter()
         self.answer_counts: Counter = Counter()
+        # ReceiveMessage calls under way and begun, per (client id, topic, queue): the runner's script
+        # waits, by state, until a dropped queue has no receive left in flight (runner.run)
+        self.receives_in_flight: Counter = Counter()
+        self.receives_begun: Counter = Counter()
+
+    def receive_begins(self, key: tuple) -> None:
+        with self._lock:
+            self.receives_in_flight[key] += 1
+            self.receives_begun[key] += 1
+
+    def receive_ends(self, key: tuple) -> None:
+        with self._lock:
+            self.receives_in_flight[key] -= 1
+
+    def receives(self, key: tuple) -> tuple[int, int]:
+        """(in flight, begun so far) of one (client id, topic, queue)."""
+        with self._lock:
+            return self.receives_in_flight[key], self.receives_begun[key]
 
     def add(self, ev: dict) -> None:
         ev.setdefault("t_ns", time.monotonic_ns())
@@ -234,6 +252,8 @@ class RecordingServicer(sgrpc.MessagingServiceServicer):
         ev = {"kind": "rpc", "name": "ReceiveMessage", "client_id": _cid(context), "t_req_ns": t0,
               "request": _summary("ReceiveMessage", request)}
         status, messages, pending = None, [], []
+        key = (ev["client_id"], request.message_queue.topic.name, request.message_queue.id)
+        self._rec.receive_begins(key)
         try:
             # The stream is buffered and recorded before its first response leaves, so the recorded
             # answer precedes everything the client does with it (it reads the whole stream first).
@@ -246,9 +266,11 @@ class RecordingServicer(sgrpc.MessagingServiceServicer):
         except BaseException:
             ev["answer"] = _aborted(context)
             self._rec.add(ev)
+            self._rec.receive_ends(key)
             raise
         ev["answer"] = {"status": status, "messages": messages}
         self._rec.add(ev)
+        self._rec.receive_ends(key)  # after the answer is recorded: no longer in flight for the runner
         yield from pending
 
     def Telemetry(self, request_iterator: Iterator[Any], context: grpc.ServicerContext) -> Iterator[Any]:

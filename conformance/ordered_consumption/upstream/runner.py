@@ -98,6 +98,9 @@ CLASSIFICATION = {
                                  "throttled send below max attempts is retried)",
     "txn-single-attempt": "upstream variant (model config producer-upstream)",
     "model-accepts-log": "conq validate rejected the observed log: see the failed event and the seed",
+    "model-accepts-log-as-variant": "upstream choice the seed leaves open: the configuration rejects the log, the "
+                                    "model variant named in the detail accepts it",
+    "stops-receiving-dropped-queue": "upstream bug: a queue taken away from the consumer is still received from",
     "settle-with-received-handle": "upstream bug (a failed change-invisible answer overwrites the message's receipt "
                                    "handle with the answer's empty one; the retry can never succeed)",
     "fifo-one-in-consumption": "upstream variant (model config push-fifo-upstream: no process-queue lock, the "
@@ -207,7 +210,8 @@ def run(w: Workload, seed: int, *, out: str | Path | None = None, cap: float = 1
     broker = _setup(w)
     rec = Recorder()
     plan = FaultPlan(seed=seed, rates=w.faults, max_delivery_faults=w.max_delivery_faults) if w.faults else None
-    front = GrpcFront(broker, plan=plan, auto_renew_invisible=w.auto_renew_invisible, servicer_wrapper=rec.wrap)
+    front = GrpcFront(broker, plan=plan, auto_renew_invisible=w.auto_renew_invisible, servicer_wrapper=rec.wrap,
+                      renew=w.renew)
     front.start()
     err = tempfile.TemporaryFile(mode="w+b")
     proc = None
@@ -237,12 +241,14 @@ def run(w: Workload, seed: int, *, out: str | Path | None = None, cap: float = 1
         proc.stdin.flush()
         subs = w.subscriptions()
         push_groups = {g for g, _, role in subs if role == "push"}
+        script = _Script(w, broker, rec, proc, front)
         deadline = time.monotonic() + cap
         while True:
             if proc.poll() is not None:
                 end = "worker-exited"
                 break
-            if flags["producers-done"]:
+            script.advance()
+            if flags["producers-done"] and script.done:
                 if len(_stall(rec)) >= STALL_REPEATS:
                     end = "stall"
                     break
@@ -253,6 +259,8 @@ def run(w: Workload, seed: int, *, out: str | Path | None = None, cap: float = 1
                 end = "incomplete"
                 break
             time.sleep(0.02)
+        if not script.done:
+            rec.add({"event": "script", "client": "runner", "result": f"not done: step {script.i} {script.waiting}"})
         stats = {f"{g}/{t}": broker.group_stats(g, t) for g, t, _ in subs}
         dead = {f"{g}/{t}": [(d.body.decode(), d.by, d.attempt) for d in broker.dead_letters(g, t)] for g, t, _ in subs}
         if proc.poll() is None:
@@ -311,13 +319,131 @@ def run(w: Workload, seed: int, *, out: str | Path | None = None, cap: float = 1
                 result.validation = {"status": "error", "why": f"{type(e).__name__}: {e}"}
             if result.validation["status"] == "rejected":
                 f = result.validation["failed"] or {}
+                variant = result.validation.get("variant")
                 result.divergences.append(Divergence(
-                    "model-accepts-log", f"conq validate rejected the observed log {result.validation['log']} "
+                    "model-accepts-log" if variant is None else "model-accepts-log-as-variant",
+                    f"conq validate rejected the observed log {result.validation['log']} "
                     f"after {result.validation['accepted']} of {result.validation['events']} events; failed: {f}; "
-                    f"the model allowed next: {result.validation['allowed']}"))
+                    f"the model allowed next: {result.validation['allowed']}"
+                    + (f"; accepted by the variant {variant['name']} ({variant['log']})" if variant else "")))
         else:
             result.validation = {"status": "not model-sized", "why": "checked by the runner's claims only"}
     return result
+
+
+# ---------------------------------------------------------------------------------------------- script
+class _Script:
+    """The broker's side of a scripted workload (``Workload.script``), one step at a time.
+
+    ``advance()`` (called by the run loop) performs the current step if its condition holds, by state
+    only: a recorded event (the listener's hold, a listener call, the assignment answer the client got)
+    or a count (no receive of the dropped queue in flight, and none begun, over two polls of the loop).
+    A step that never comes true leaves the run to its safety cap (``incomplete``), never a verdict.
+    Every broker event the script causes is recorded (``{"event": "server", ...}``) at the moment it
+    happens, so the observed log can place it (``observed.py``)."""
+
+    def __init__(self, w: Workload, broker: Broker, rec: Recorder, proc: Any, front: Any = None) -> None:
+        self.steps = list(w.script)
+        self.i = 0
+        self.broker, self.rec, self.proc, self.front = broker, rec, proc, front
+        self.consumer = w.push[0] if w.push else None
+        self.group = self.consumer["group"] if self.consumer else None
+        self.topic = self.consumer["topics"][0] if self.consumer else None
+        self.since_ns = 0  # when the current step's broker change was made
+        self.quiet: tuple | None = None  # (receives begun) at the last poll with none in flight
+        self.started = False
+        self.waiting = ""
+
+    @property
+    def done(self) -> bool:
+        return self.i >= len(self.steps)
+
+    def _client_id(self) -> str | None:
+        for e in self.rec.events():
+            if e.get("event") == "api" and e.get("call") == "startup" and e.get("client") == self.consumer["name"]:
+                return e.get("client_id")
+        return None
+
+    def _core_id(self, body: str) -> str | None:
+        """The broker's id of the message with this body (from the handles the face handed out)."""
+        for e in reversed(self.rec.rpcs("ReceiveMessage")):
+            for m in e["answer"].get("messages") or ():
+                if m["body"] == body:
+                    return m["handle"].split("|", 1)[0]
+        return None
+
+    def _assignment_after(self, cid: str, queue: int | None, present: bool) -> bool:
+        for e in self.rec.rpcs("QueryAssignment"):
+            if e["client_id"] == cid and e["t_ns"] > self.since_ns and e["answer"].get("status") == "OK" \
+                    and e["request"]["group"] == self.group:
+                qs = e["answer"].get("queues") or []
+                if queue is None or (queue in qs) == present:
+                    return True
+        return False
+
+    def advance(self) -> None:
+        while not self.done and self._step(self.steps[self.i]):
+            self.i += 1
+            self.started = False
+            self.quiet = None
+
+    def _step(self, st: dict) -> bool:
+        events = self.rec.events()
+        if st.get("on") == "hold":
+            self.waiting = f"hold {st['body']} {st['call']}"
+            return any(e.get("event") == "hold" and e["body"] == st["body"] and e["n"] == st["call"] for e in events)
+        if st.get("on") == "listener":
+            self.waiting = f"listener {st['body']} attempt {st['attempt']}"
+            return any(e.get("event") == "listener" and e["body"] == st["body"] and e["attempt"] == st["attempt"]
+                       for e in events)
+        if st.get("on") == "renewed":
+            # the face (renew=True) has renewed held deliveries this often (a count, not a duration)
+            self.waiting = f"{st['count']} renewals"
+            return self.front is not None and self.front.renewal_counts["renewed"] >= st["count"]
+        cid = self._client_id()
+        do = st.get("do")
+        if do == "release":
+            self.proc.stdin.write(f"release {st['body']} {st['call']}\n")
+            self.proc.stdin.flush()
+            return True
+        if do == "expire":
+            core = self._core_id(st["body"])
+            if core is None:
+                self.waiting = f"a delivery of {st['body']}"
+                return False
+            applied = self.broker.expire_now(self.group, core)
+            state = self.broker.message_state(self.group, core)["state"]
+            self.rec.add({"event": "server", "call": "expire", "client": "broker", "group": self.group,
+                          "body": st["body"], "applied": applied,
+                          "result": "visible" if state == "ready" else "dead-lettered"})
+            return True
+        if do in ("unassign", "assign") and cid is not None:
+            q = st.get("queue")
+            if not self.started:
+                route = self.broker.query_route(self.topic)
+                keep = None if do == "assign" else tuple(mq for mq in route if mq.queue_id != q)
+                self.since_ns = time.monotonic_ns()
+                self.broker.pin_assignment(self.group, cid, keep)
+                self.rec.add({"event": "server", "call": do, "client": "broker", "group": self.group,
+                              "queue": q, "queues": None if keep is None else [mq.queue_id for mq in keep]})
+                self.started = True
+            self.waiting = f"the client's assignment answer after {do}"
+            if not self._assignment_after(cid, q, present=do == "assign"):
+                return False
+            if do == "assign":
+                return True
+            # taken away: done once no receive of that queue is in flight, and none began, over two polls
+            in_flight, begun = self.rec.receives((cid, self.topic, q))
+            self.waiting = f"no receive of queue {q} in flight"
+            if in_flight:
+                self.quiet = None
+                return False
+            if self.quiet == (begun,):
+                return True
+            self.quiet = (begun,)
+            return False
+        self.waiting = f"step {st}"
+        return False
 
 
 # ---------------------------------------------------------------------------------------------- checks
@@ -394,6 +520,7 @@ def check(w: Workload, r: RunResult) -> list[Divergence]:
                     out.append(Divergence("fifo-order", f"{g}/{mg}: first successful consumptions {seen}, "
                                           f"send order {order}", [step[id(first[b])] for b in seen]))
     out += _fifo_one_in_consumption(w, r, events, step)
+    out += _stops_receiving(r, events, step)
     # a settle request must carry the receipt handle of a delivery the client received
     empty = [e for e in r.recorder.rpcs() if e["name"] in _SETTLES
              and "" in ([x["handle"] for x in e["request"].get("entries", [])] or [e["request"]["handle"]])]
@@ -446,6 +573,40 @@ def check(w: Workload, r: RunResult) -> list[Divergence]:
         if e.get("event") == "api" and e.get("call") == "shutdown" and e.get("result") != "ok":
             r.notes.append(f"{e['client']}: shutdown() {e.get('result') or e.get('error')} (step {step[id(e)]}, "
                            f"cap {SHUTDOWN_CAP:g} s)")
+    return out
+
+
+def _stops_receiving(r: RunResult, events: list, step: dict) -> list[Divergence]:
+    """A queue taken away from a push consumer (upstream ``__update_topic_assignment``: the process
+    queue is dropped, its receive loop ends at its next turn) is received from by at most one more
+    request: one may begin between the answer and the moment the client's I/O loop handles it."""
+    names = {e["client_id"]: e["client"] for e in events
+             if e.get("event") == "api" and e.get("call") == "startup" and e.get("client_id")}
+    out = []
+    assigned: dict = {}  # (client id, group, topic) -> queues of the last OK answer
+    taken: dict = {}  # (client id, group, topic, queue) -> the answer that took it away
+    late: dict = defaultdict(list)
+    for e in events:
+        if e.get("kind") != "rpc":
+            continue
+        req = e["request"]
+        if e["name"] == "QueryAssignment" and e["answer"].get("status") == "OK":
+            key = (e["client_id"], req["group"], req["topic"])
+            now = set(e["answer"].get("queues") or ())
+            for q in assigned.get(key, now) - now:
+                taken[key + (q,)] = e
+            for q in now:
+                taken.pop(key + (q,), None)
+            assigned[key] = now
+        elif e["name"] == "ReceiveMessage":
+            k = (e["client_id"], req["group"], req["topic"], req["queue"])
+            if k in taken and e["t_req_ns"] > taken[k]["t_ns"]:
+                late[k].append(e)
+    for (cid, g, t, q), es in sorted(late.items()):
+        if len(es) > 1:
+            out.append(Divergence("stops-receiving-dropped-queue",
+                                  f"{names.get(cid, cid)}/{g}: {len(es)} receives of {t}/{q} began after the answer "
+                                  "that took the queue away", [step[id(x)] for x in es[:10]]))
     return out
 
 

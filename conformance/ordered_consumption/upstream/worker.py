@@ -11,7 +11,8 @@ file under ``~/logs/rocketmq_python/``.  Running it in a child process is the on
 Protocol (newline-delimited JSON)
 ---------------------------------
 stdin line 1: the job (``runner.job_of``): endpoint, seed, producers, push consumers, simple
-consumers.  stdin later: ``"stop"`` ends the run.  stdout: one event per line, each stamped with
+consumers.  stdin later: ``"release BODY N"`` lets a held listener call go on (below); ``"stop"``
+ends the run.  stdout: one event per line, each stamped with
 ``t_ns = time.monotonic_ns()`` (CLOCK_MONOTONIC, the same clock in the parent, so a listener call
 and the RPCs around it order causally):
 
@@ -20,6 +21,10 @@ and the RPCs around it order causally):
   message as the client handed it over;
 * ``{"event": "api", ...}``: a call the application made into the client (``send``, ``receive``,
   ``ack``, ``change_invisible_duration``, ``startup``, ``shutdown``) and what it returned or raised;
+* ``{"event": "hold", ...}``: the listener's call number N of a body the workload holds (``fail``
+  spec ``"hold": {BODY: [N, ...]}``) has started and waits for ``"release BODY N"`` on stdin, so that
+  the parent can change the broker (expire the delivery, reassign the queue) while the message is
+  in consumption -- by state, never by a sleep;
 * ``{"event": "producers-done"}``, ``{"event": "started"}``, ``{"event": "closed", ...}``.
 
 The client's internal steps are not visible here (only through the RPCs the parent records).
@@ -84,6 +89,28 @@ def main() -> int:
             return TransactionResolution.COMMIT
 
     seed = int(job["seed"])
+    stop_requested = threading.Event()
+    releases: dict[tuple[str, int], threading.Event] = {}
+    releases_lock = threading.Lock()
+
+    def release_event(body: str, n: int) -> threading.Event:
+        with releases_lock:
+            return releases.setdefault((body, n), threading.Event())
+
+    def read_commands() -> None:
+        # the parent's commands after the job: release a held listener call, or stop
+        for line in sys.stdin:
+            words = line.split()
+            if words[:1] == ["release"] and len(words) == 3:
+                release_event(words[1], int(words[2])).set()
+            elif words[:1] == ["stop"]:
+                break
+        stop_requested.set()
+        with releases_lock:
+            for ev in releases.values():  # a held call never outlives the run
+                ev.set()
+
+    threading.Thread(target=read_commands, name="commands", daemon=True).start()
     cfg = ClientConfiguration(job["endpoint"], Credentials(), request_timeout=int(job.get("request_timeout", 3)))
     stop = threading.Event()
     calls: dict[tuple[str, str], int] = {}
@@ -103,6 +130,13 @@ def main() -> int:
 
         def consume(self, message: Any) -> Any:
             n = next_call(self.group, _body(message))
+            if n in self.spec.get("hold", {}).get(_body(message), ()):
+                emit({"event": "hold", "group": self.group, "body": _body(message), "n": n,
+                      "message_id": message.message_id, "attempt": message.delivery_attempt})
+                ev = release_event(_body(message), n)
+                if stop_requested.is_set():
+                    ev.set()
+                ev.wait()
             failed = fails(seed, self.spec, self.group, _body(message), n)
             return ConsumeResult.FAILURE if failed else ConsumeResult.SUCCESS
 
@@ -116,7 +150,7 @@ def main() -> int:
             start = time.monotonic_ns()
             ev = {"event": "listener", "client": self.client, "group": self.group, "start_ns": start,
                   "thread": threading.current_thread().name, "message_id": message.message_id,
-                  "body": _body(message), "attempt": message.delivery_attempt,
+                  "body": _body(message), "attempt": message.delivery_attempt, "handle": message.receipt_handle,
                   "message_group": message.message_group, "topic": message.topic}
             try:
                 result = self.inner.consume(message)
@@ -238,9 +272,7 @@ def main() -> int:
         t.join()
     emit({"event": "producers-done"})
 
-    for line in sys.stdin:
-        if line.strip() == "stop":
-            break
+    stop_requested.wait()
     stop.set()
     for t in simple_threads:
         t.join(10)

@@ -24,7 +24,7 @@ Named workloads (``WORKLOADS``):
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 __all__ = ["FAULT_RATES", "WORKLOADS", "GroupSpec", "TopicSpec", "Workload", "fifo_part", "merge", "standard_part",
            "workload"]
@@ -55,6 +55,12 @@ class ModelSize:
     config_name: str
     bodies: tuple
     group: str
+    #: fields over the named configuration (the header's ``config``): the broker events this workload
+    #: makes happen (``rebalance``, ``expiry_while_held``)
+    overrides: dict = field(default_factory=dict)
+    #: (variant, fields over ``overrides``) tried, in order, when the configuration rejects the log: the
+    #: first that accepts it names the upstream choice the divergence is (``runner`` records it)
+    variants: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -71,6 +77,15 @@ class Workload:
     # not auto-renew); the ``faults`` workload shortens it so that lost receives come back soon.
     auto_renew_invisible: float = 30.0
     model_size: ModelSize | None = None
+    #: the broker's side of the run, step by step, each step waiting for a state (``runner._Script``):
+    #: ``{"on": "hold", "body", "call"}`` (the listener holds that call), ``{"on": "listener", "body",
+    #: "attempt"}``, ``{"do": "unassign", "queue"}`` / ``{"do": "assign"}`` (the broker changes the
+    #: consumer's assignment; done once the client has been answered the new one and, for a queue
+    #: taken away, has no receive on it left in flight), ``{"do": "expire", "body"}`` (the delivery's
+    #: invisible time runs out now), ``{"do": "release", "body", "call"}``
+    script: tuple = ()
+    #: the face renews auto-renew deliveries as the proxy does (``grpc_front.py``, "Auto-renew")
+    renew: bool = False
 
     def group(self, name: str) -> GroupSpec:
         return next(g for g in self.groups if g.name == name)
@@ -99,6 +114,8 @@ class Workload:
                                 for rpc, kinds in sorted(self.faults.items())},
             "max_delivery_faults": self.max_delivery_faults,
             "auto_renew_invisible_ms": int(self.auto_renew_invisible * 1000),
+            "renew": self.renew,
+            "script": [dict(x) for x in self.script],
         }
 
 
@@ -158,10 +175,12 @@ def _group_on_queue(queue: int, queues: int) -> str:
                 if int.from_bytes(hashlib.sha256(g.encode()).digest()[:8], "big") % queues == queue)
 
 
-def model_push_fifo(name: str, fail: dict, faults: dict | None = None) -> Workload:
+def model_push_fifo(name: str, fail: dict, faults: dict | None = None, *, script: tuple = (),
+                    overrides: dict | None = None, variants: tuple = ()) -> Workload:
     """The consumer side of configuration ``push-fifo-upstream``: messages A (1 byte) and B (2 bytes)
     of one message group on queue 0 of 2, already on the server when the consumer starts; cache
-    thresholds 4 messages / 4 bytes, max attempts 2, re-consumption at once (no retry delay)."""
+    thresholds 4 messages / 4 bytes, max attempts 2, re-consumption at once (no retry delay).
+    ``script`` / ``overrides``: broker events (reassignment, expiry) and the model switches they need."""
     g = _group_on_queue(0, 2)
     return Workload(
         name, topics=(TopicSpec("M", 2, fifo=True),),
@@ -170,8 +189,8 @@ def model_push_fifo(name: str, fail: dict, faults: dict | None = None) -> Worklo
                     "messages": [{"topic": "M", "body": "A", "group": g}, {"topic": "M", "body": "BB", "group": g}]},),
         push=({"name": "c-model", "group": "MF", "topics": ["M"], "threads": 2, "max_cache_count": 4,
                "max_cache_bytes": 4, "fail": fail},),
-        faults=faults or {}, max_delivery_faults=None,
-        model_size=ModelSize("push-fifo-upstream", ("A", "BB"), "MF"))
+        faults=faults or {}, max_delivery_faults=None, script=script,
+        model_size=ModelSize("push-fifo-upstream", ("A", "BB"), "MF", dict(overrides or {}), variants))
 
 
 #: server faults the configuration push-fifo-upstream has (``server_faults``: lost answers, errors,
@@ -185,6 +204,46 @@ MODEL_FAULT_RATES = {
 WORKLOADS["model-push-fifo"] = model_push_fifo("model-push-fifo", {})
 WORKLOADS["model-push-fifo-dlq"] = model_push_fifo("model-push-fifo-dlq", {"always": ["BB"]})
 WORKLOADS["model-push-fifo-faults"] = model_push_fifo("model-push-fifo-faults", {"always": ["BB"]}, MODEL_FAULT_RATES)
+#: the upstream choices the seed leaves open that a model-sized log may show, as fields over the
+#: configuration: the model's variant of that name (spec/ordered-consumption.md, "Configurations")
+NO_MEMO = ("push-fifo-no-memo (no remembered outcome, DEV-021)", {"remember_outcome": False})
+
+# Reassignment mid-run: A is in the listener when the broker takes queue 0 away from the consumer;
+# the client must drop the process queue and stop receiving from it; A's consumption finishes on the
+# dropped process queue (its ack is still valid: a reassignment does not end a delivery); queue 0
+# is given back and B is received by the new process queue.
+WORKLOADS["model-push-fifo-rebalance"] = model_push_fifo(
+    "model-push-fifo-rebalance", {"hold": {"A": [1]}},
+    script=({"on": "hold", "body": "A", "call": 1}, {"do": "unassign", "queue": 0},
+            {"do": "release", "body": "A", "call": 1}, {"do": "assign"}),
+    overrides={"rebalance": True})
+# Invisible time running out mid-consumption: B is in the listener, its queue is taken away (so the
+# redelivery cannot reach the client while B is held), B's invisible time runs out, the listener
+# returns OK and the ack meets an invalid handle (the client gives up: DEV-020); queue 0 is given
+# back and B is delivered again (attempt 2).  The reference remembers the outcome and acks the
+# redelivery without consuming it (DEV-021); upstream consumes it again: variant push-fifo-no-memo.
+WORKLOADS["model-push-fifo-expiry"] = model_push_fifo(
+    "model-push-fifo-expiry", {"hold": {"BB": [1]}},
+    script=({"on": "hold", "body": "BB", "call": 1}, {"do": "unassign", "queue": 0}, {"do": "expire", "body": "BB"},
+            {"do": "release", "body": "BB", "call": 1}, {"do": "assign"}),
+    overrides={"rebalance": True, "expiry_while_held": True}, variants=(NO_MEMO,))
+# The same expiry with the queue kept: the redelivery (attempt 2) is deliverable at once, but B's
+# 2 bytes fill the process queue's byte threshold (4 bytes over 2 process queues), so the receive
+# loop waits until the held copy is evicted (after its ack is refused) -- the model's cache says the
+# same, which is why it can keep one copy per message in consumption.
+WORKLOADS["model-push-fifo-expiry-kept"] = model_push_fifo(
+    "model-push-fifo-expiry-kept", {"hold": {"BB": [1]}},
+    script=({"on": "hold", "body": "BB", "call": 1}, {"do": "expire", "body": "BB"},
+            {"do": "release", "body": "BB", "call": 1}),
+    overrides={"expiry_while_held": True}, variants=(NO_MEMO,))
+
+# Auto-renew (the face renews as the proxy does): B is held in the listener for three renewals of
+# its 2 s invisible time (renewed 1 s ahead, scanned every 0.5 s), far beyond it; the ack is valid.
+WORKLOADS["model-push-fifo-renewed"] = replace(model_push_fifo(
+    "model-push-fifo-renewed", {"hold": {"BB": [1]}},
+    script=({"on": "hold", "body": "BB", "call": 1}, {"on": "renewed", "count": 3},
+            {"do": "release", "body": "BB", "call": 1})), renew=True, auto_renew_invisible=2.0)
+
 WORKLOADS["faults"] = Workload("faults", **merge(standard_part(invisible=2), fifo_part()), faults=FAULT_RATES,
                                 auto_renew_invisible=2.0)
 
