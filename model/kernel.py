@@ -81,6 +81,35 @@ class Property:
         return self.kind in (Kind.ALWAYS, Kind.ALWAYS_STEP)
 
 
+class CheckedAction(tuple):
+    """An action label (equal to, and hashing as, the plain tuple) by which a model's successor
+    function says: the check of every ``always_step`` property that applies to this transition has
+    already been evaluated on it, and holds; so has every witness, which does not fire, except those
+    named by the class's ``maybe`` (fired, or not decided).  An engine may then skip the step's
+    checks, and its witnesses once all of ``maybe`` are witnessed.  Only a model that evaluated the
+    very same property functions may return it (the consumer-lists fast path does, once per
+    footprint: model/consumer_lists/fast.py); engines that ignore it lose nothing but time."""
+
+    __slots__ = ()
+    #: the witnesses this class's steps may fire (CheckedAction itself: none)
+    maybe: frozenset[str] = frozenset()
+    _classes: dict[frozenset[str], type] = {}
+
+    def __reduce__(self):  # pickled as the plain action (the annotation is for this process's engine)
+        return (tuple, (tuple(self),))
+
+    @classmethod
+    def subclass(cls, maybe: frozenset[str]) -> type[CheckedAction]:
+        """The CheckedAction class of steps whose witnesses ``maybe`` may fire (one class per set)."""
+        if not maybe:
+            return CheckedAction
+        found = CheckedAction._classes.get(maybe)
+        if found is None:
+            found = CheckedAction._classes[maybe] = type("CheckedAction", (CheckedAction,),
+                                                         {"__slots__": (), "maybe": maybe})
+        return found
+
+
 def always(name: str, claim: str, check: Callable[[Any], bool], *, witness: Callable[[Any], bool]) -> Property:
     """A state invariant, with the witness that shows it is not vacuous."""
     return Property(name, claim, Kind.ALWAYS, check, witness=witness)

@@ -193,7 +193,7 @@ def properties(m):
                 continue
             if c in told and not (t[c * CF] == NOTIFIED and s[c * CF] != NOTIFIED):
                 return False
-            if not s[c * CF + F_WAKE] and t[c * CF + F_WAKE] and c not in told and a[0] != "credit":
+            if s[c * CF + F_WAKE] != t[c * CF + F_WAKE] and t[c * CF + F_WAKE] and c not in told and a[0] != "credit":
                 return False
         return True
 

@@ -33,7 +33,7 @@ import time
 from array import array
 from typing import Any, Callable
 
-from conq.model.kernel import Kind, Model, Path
+from conq.model.kernel import CheckedAction, Kind, Model, Path
 from conq.model.engines.results import (  # noqa: F401 - re-exported: the explorer's public names
     Exploration, GuardInterrupt, SearchProgress, Verdict, _Checks, _concretise, _path_json, _path_of_chain,
 )
@@ -261,6 +261,8 @@ def _explore(model: Model, max_states, symmetry, liveness, keep_edges, progress,
     step_table = chk.step_table
     on_state = chk.on_state
     step_hit = chk.step_hit
+    checked_action = CheckedAction
+    witnessed_step = chk.witnessed_step
 
     finished = interrupted = False
     if watch is not None:
@@ -303,18 +305,24 @@ def _explore(model: Model, max_states, symmetry, liveness, keep_edges, progress,
                     parent_append(i)
                     via_append(k)
                     on_state(key, j)
-                tables = for_action.get(a[0])
-                if tables is None:
-                    tables = step_table(a[0])
-                checks, wits = tables
-                for _name, fn in checks:
-                    if not fn(s, a, o, t):
-                        step_hit(checks, (), s, a, o, t, lambda: (i, k, j))
-                        break
-                for _name, fn in wits:
-                    if fn(s, a, o, t):
-                        step_hit((), wits, s, a, o, t, lambda: (i, k, j))
-                        break
+                cls = a.__class__
+                # a CheckedAction: the model evaluated this step's checks, and the witnesses but those
+                # of its class's ``maybe`` (kernel.CheckedAction); the tables are skipped unless one
+                # of those is still unwitnessed
+                if cls is not checked_action and (cls is tuple or not issubclass(cls, checked_action)
+                                                  or not cls.maybe <= witnessed_step.keys()):
+                    tables = for_action.get(a[0])
+                    if tables is None:
+                        tables = step_table(a[0])
+                    checks, wits = tables
+                    for _name, fn in checks:
+                        if not fn(s, a, o, t):
+                            step_hit(checks, (), s, a, o, t, lambda: (i, k, j))
+                            break
+                    for _name, fn in wits:
+                        if fn(s, a, o, t):
+                            step_hit((), wits, s, a, o, t, lambda: (i, k, j))
+                            break
                 if keep_edges:
                     lab = label_get((a, o))
                     if lab is None:

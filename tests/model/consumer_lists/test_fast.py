@@ -84,3 +84,44 @@ def test_the_fast_path_can_be_switched_off(monkeypatch):
     assert m._fast is None
     s = m.init_states()[0]
     assert m.successors(s) == m.spec_successors(s)
+
+
+@pytest.mark.parametrize("config", ["reference", "all-actors", "look-then-unnotify", "notify-all", "upstream-flag-order"])
+def test_a_checked_action_is_what_its_properties_say_on_the_real_states(config):
+    # soundness of the explorer's skip (kernel.CheckedAction): on the real transition every
+    # applicable step check holds, and a witness fires only if the action's class names it
+    from conq.model.kernel import CheckedAction, Kind
+
+    m = _pair(config)
+    props = [p for p in m.property_list() if p.kind is Kind.ALWAYS_STEP]
+    seen, todo, checked = set(), deque(m.init_states()), 0
+    while todo and len(seen) < 4000:
+        s = todo.popleft()
+        if s in seen:
+            continue
+        seen.add(s)
+        for a, o, t in m.successors(s):
+            todo.append(t)
+            if not isinstance(a, CheckedAction):
+                continue
+            checked += 1
+            for p in props:
+                if p.applies_to(a[0]):
+                    assert p.check(s, a, o, t), f"{config}: {p.name} fails on a step marked checked: {a} from {s}"
+                    assert not p.witness(s, a, o, t) or p.name in type(a).maybe, (config, p.name, a)
+    assert checked > 1000
+
+
+@pytest.mark.parametrize("config", ["notify-all", "no-priority-check", "acquire-no-cas"])
+def test_the_explorer_finds_the_same_counterexamples_with_and_without_the_fast_path(monkeypatch, config):
+    # configurations that violate a step property: the skip must not hide it or lengthen its path
+    from conq.model.engines.explorer import explore
+
+    runs = []
+    for flag in ("1", "0"):
+        monkeypatch.setenv("CONQ_CL_FAST", flag)
+        r = explore(load_model("consumer-lists", config, {}), liveness=False)
+        runs.append((r.states, r.transitions,
+                     sorted((v.prop.name, v.status, v.path.steps if v.path else None) for v in r.verdicts)))
+    assert runs[0] == runs[1]
+    assert any(status == "violated" for _n, status, _p in runs[0][2])
