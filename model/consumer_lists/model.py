@@ -645,6 +645,79 @@ class ConsumerListsModel(OtherActors, Model):
             self._notify_others(l, c, notified)
         return (("remove_consumer", c), tuple(notified), tuple(l))
 
+    # ------------------------------------------------------------------ symmetry (issue 18)
+    def _symmetry_perms(self) -> tuple:
+        """Every renaming of consumers that swaps only interchangeable ones: consumers of the same
+        priority and the same kind (acquiring or browser) -- every other per-consumer input (credit,
+        budget) is global, and no step breaks a tie by consumer index in a way that changes the
+        state (the Interested lists are kept in arrival order, notification order is by list).
+        Each group is tiny (at most a few consumers), so the canonical form is the minimum over
+        the product of the groups' permutations; identity only when no two consumers match."""
+        perms = getattr(self, "_perms", None)
+        if perms is None:
+            import itertools
+
+            groups: dict = {}
+            for c in range(self.n):
+                groups.setdefault((self.prio[c], self.acq[c]), []).append(c)
+            choices = [[(g, q) for q in itertools.permutations(g)] for g in groups.values()]
+            perms = []
+            for combo in itertools.product(*choices):
+                p = list(range(self.n))
+                for g, q in combo:
+                    for old, new in zip(g, q):
+                        p[old] = new
+                if p != list(range(self.n)):
+                    perms.append(tuple(p))
+            perms = self._perms = tuple(perms)
+        return perms
+
+    def permute(self, s, p) -> tuple:
+        """The state ``s`` with consumer ``c`` renamed ``p[c]`` in every field that names one: the
+        per-consumer blocks, an acquired message's holder (ACQ + c), the node-list bit masks, the
+        Interested lists, each message's rejecters (actors.py) and each group's owner."""
+        n = self.n
+        l = list(s)
+        for c in range(n):
+            nb = p[c] * CF
+            l[nb:nb + CF] = s[c * CF:c * CF + CF]
+        mb = self.MB
+        for j in range(self.m):
+            st = s[mb + 2 * j]
+            if st >= ACQ:
+                l[mb + 2 * j] = ACQ + p[st - ACQ]
+
+        def bits(mask):
+            out = 0
+            for c in range(n):
+                if (mask >> c) & 1:
+                    out |= 1 << p[c]
+            return out
+
+        for k in (self.L_ALL, self.L_NI, self.L_NA, self.L_NOT):
+            l[k] = bits(s[k])
+        for k in range(self.IB, self.BUD):
+            l[k] = tuple(p[c] for c in s[k])
+        if self.REJ is not None:
+            for j in range(self.m):
+                l[self.REJ + j] = bits(s[self.REJ + j])
+        if self.GOWN is not None:
+            for g in range(self.G):
+                o = s[self.GOWN + g]
+                l[self.GOWN + g] = p[o - 1] + 1 if o else 0
+        return tuple(l)
+
+    def canonical(self, s):
+        perms = self._symmetry_perms()
+        if not perms:
+            return s
+        best = s
+        for p in perms:
+            t = self.permute(s, p)
+            if t < best:
+                best = t
+        return best
+
     # ------------------------------------------------------------------ properties
     def properties(self):
         return properties(self)
