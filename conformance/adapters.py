@@ -727,6 +727,8 @@ class Stdio:
         self.max_line_bytes = max_line_bytes
         self.stderr_lines = stderr_lines
         self.name = f"stdio:{command if isinstance(command, str) else ' '.join(command)}"
+        #: the protocol level (protocol.LEVELS): "thread" asks init for the thread level (issue 17)
+        self.level = "call"
         self.port: _PortProcess | None = None
         self._last: _PortProcess | None = None  # the most recent port process (for its stderr tail)
         self._sig_held = False
@@ -918,11 +920,15 @@ class Stdio:
             self._end_port(FAILURE_GRACE, failed=False)  # interrupted mid-request, or exited between traces: never reused
         self._kind, self._request_text = "init", ""
         self._spawn()
-        reply = self._request("init", protocol=protocol.PROTOCOL_VERSION, model=model, config=config, seed=seed)
+        extra = {"level": self.level} if self.level != "call" else {}
+        reply = self._request("init", protocol=protocol.PROTOCOL_VERSION, model=model, config=config, seed=seed, **extra)
         if reply["type"] == "error":
             raise self._error_fail("init refused", reply)
         self.implementation = _clip_text(reply["implementation"], 200)
         features = reply.get("features")
+        if extra and not (type(features) is list and protocol.THREAD_STEPS in features):
+            raise self._fail(f"the port does not list the feature {protocol.THREAD_STEPS!r} in init_ok, so it has no "
+                             f"thread level", code="protocol")
         self._with_snapshot = type(features) is list and protocol.SNAPSHOT_IN_REPLY in features
 
     def do(self, action: tuple) -> Any:

@@ -24,6 +24,10 @@ from .trace import hashable, jsonable
 
 #: ``serve``'s answer for a driver without a snapshot
 NO_SNAPSHOT = object()
+#: model -> the factory of its thread-level driver over a call-level driver class (``init`` with
+#: ``"level": "thread"``, feature thread-steps): its ``step`` actions go through the same ``action``
+#: path, so the call level's hot path is unchanged
+THREAD_LEVELS = {"consumer-lists": "conq.conformance.consumer_lists.thread_steps:thread_driver"}
 
 
 def serve(stdin: TextIO, stdout: TextIO, driver_target: str | None = None) -> int:
@@ -118,12 +122,27 @@ def serve(stdin: TextIO, stdout: TextIO, driver_target: str | None = None) -> in
                     error(rid, 14, f"no driver for model {model!r}")
                     continue
                 cls = load_class(target)
+                level = msg.get("level", "call")
+                if level not in protocol.LEVELS:
+                    error(rid, 10, f"init: field 'level' must be one of {', '.join(protocol.LEVELS)}, got {level!r}")
+                    continue
+                if level == "thread":  # the thread level: its own driver, dispatched apart (THREAD_LEVELS)
+                    if model not in THREAD_LEVELS:
+                        error(rid, 14, f"no thread level for model {model!r}")
+                        continue
+                    cls = load_class(THREAD_LEVELS[model])(cls)
+                if driver is not None and hasattr(driver, "close") and getattr(driver, "level", None) == "thread":
+                    driver.close()
                 driver = cls(config, msg["seed"])
+                # thread-steps confirms the level asked for (a call-level init_ok stays as it was)
+                features = [protocol.SNAPSHOT_IN_REPLY] + ([protocol.THREAD_STEPS] if level == "thread" else [])
                 send({"type": "init_ok", "id": rid, "implementation": f"conq-reference {__version__} ({cls.__name__})",
-                      "features": [protocol.SNAPSHOT_IN_REPLY]})
+                      "features": features})
             elif driver is None:
                 error(rid, 10, f"{kind} before init")
             elif kind == "reset":
+                if getattr(driver, "level", None) == "thread":
+                    driver.close()  # its scheduler's threads end with it
                 driver = cls(config, msg["seed"])
                 stdout.write(f'{{"type": "reset_ok", "id": {rid}' + asked_snapshot(msg))
                 stdout.flush()

@@ -1029,6 +1029,10 @@ def render_markdown(model_name: str) -> str:
             "observations, which the model rejects); their actions are replayed against the port too, "
             "and the port must conform on them: it must not reproduce the bug. A port that does counts "
             "as a failure of that trace, with the step the bug shows at.", ""]
+    if model_name == "consumer-lists":  # the second protocol level (issue 17)
+        from conq.conformance.consumer_lists.thread_steps import reference_section
+
+        out += reference_section()
     if declared is not None and declared.notes:
         out += ["## Notes", ""] + [f"- {n}" for n in declared.notes] + [""]
     out += ["## See also", "", "- [../port-protocol.md](../port-protocol.md): transport, messages, error codes",

@@ -54,6 +54,11 @@ _ID = Field("id", "integer", "request id chosen by the checker; the response ech
 #: ``reset`` with ``"snapshot": true`` with the snapshot after it in the same reply: one round trip
 #: per step instead of two (issue 17, "Checker speed")
 SNAPSHOT_IN_REPLY = "snapshot-in-reply"
+#: the optional feature of a port that implements the thread level (issue 17, "Interleavings through
+#: the protocol"; ``conformance/consumer_lists/thread_steps.py``): asked for with ``init``'s ``level``
+THREAD_STEPS = "thread-steps"
+#: the values of ``init``'s ``level``
+LEVELS = ("call", "thread")
 _ASK = ("sent only to a port whose `init_ok` lists the feature `" + SNAPSHOT_IN_REPLY + "`: `true` asks for the "
         "snapshot taken right after the {what} in the same reply (`{reply}`'s `state`), which saves the `snapshot` "
         "request that would follow")
@@ -74,6 +79,10 @@ MESSAGES: tuple[Message, ...] = (
             Field("model", "string", "model name, e.g. `consumer-lists`"),
             Field("config", "object", "the model configuration, field by field (see `conq list --json`)"),
             Field("seed", "integer", "seed for the port's own nondeterminism"),
+            Field("level", "string", "`\"call\"` (the default when absent) or `\"thread\"`: the thread level (see "
+                  f"\"Thread level\" below); a port that implements it lists the feature `{THREAD_STEPS}` in the "
+                  "`init_ok` it answers, one that does not answers error 14 (or ignores the field and leaves the "
+                  "feature out: the checker then fails the run, saying the port has no thread level)", required=False),
         ),
         reply="init_ok",
     ),
@@ -86,7 +95,8 @@ MESSAGES: tuple[Message, ...] = (
             Field("implementation", "string", "name and version of the port, for reports"),
             Field("features", "array", "the optional protocol features the port supports, by name (strings; "
                   "the checker uses those it knows and ignores the rest): "
-                  f"`{SNAPSHOT_IN_REPLY}` (see `action` and `reset`)", required=False),
+                  f"`{SNAPSHOT_IN_REPLY}` (see `action` and `reset`), `{THREAD_STEPS}` (see \"Thread level\")",
+                  required=False),
         ),
     ),
     Message(
@@ -249,9 +259,10 @@ def render_markdown() -> str:
         "- The checker sends one request and waits for its response before the next one. Every request carries an "
         "integer `id`; the response echoes it.",
         "- Optional features: a port may list, in `init_ok`'s `features`, the optional parts of the protocol it "
-        f"implements; the checker uses them only with such a port. Today there is one, `{SNAPSHOT_IN_REPLY}`: the "
+        f"implements; the checker uses them only with such a port. Today there are two: `{SNAPSHOT_IN_REPLY}`: the "
         "snapshot after an `action` or a `reset` comes in its reply, one round trip per step instead of two (a port "
-        "the checker drives is otherwise limited by the round trips, not by its own speed).",
+        "the checker drives is otherwise limited by the round trips, not by its own speed); and `{THREAD_STEPS}`: the "
+        "port implements the thread level and confirms it in answer to an `init` asking for it (section \"Thread level\").",
         "- Every response must arrive within the checker's timeout (`--timeout`, default 10 s); a port that does not "
         "answer in time, exits, or writes anything that is not a well-formed message fails the run at that step, with "
         "the step, the request and what went wrong in the verdict.",
@@ -297,6 +308,27 @@ def render_markdown() -> str:
         out += [f"| `{f.name}` | {f.type}{'' if f.required else ' (optional)'} | {f.about} |" for f in m.fields]
         out.append("")
     out += [
+        "## Thread level",
+        "",
+        "A port may also be driven at the *thread level*: the checker sends `init` with `\"level\": \"thread\"`, "
+        f"and a port that implements it confirms with the feature `{THREAD_STEPS}` in its `init_ok` (one that does "
+        "not answers error 14, or leaves the feature out; either way the checker reports that the port has no "
+        "thread level). A `reset` keeps the level. The messages are the same; only "
+        "the actions and observations change. The port keeps one logical thread per consumer's IO thread and per "
+        "publishing thread, stopped at its scheduling points, and the checker chooses the interleaving:",
+        "",
+        "- an environment action (`[\"enqueue\", j]`, `[\"add_consumer\", c]`, ...) is the model's environment "
+        "step alone: the notifications it owes are *not* run, they become a thread that the checker steps;",
+        "- `[\"step\", \"io\", c]` lets consumer `c`'s IO thread run to its next scheduling point (one model "
+        "step); `[\"step\", \"publisher\", j]` lets the publishing thread of message `j` run its owed "
+        "notification. A thread that has no step now answers error 13 (not enabled), as any disabled action;",
+        "- every `action_ok`'s observation is `[label, result, notified]`: `label` names the model step that ran "
+        "(for a step request the port says which one: a thread may have several), `result` what the model observes "
+        "of it, `notified` the sorted consumers it notified; the snapshot after each step has the call level's shape.",
+        "",
+        "The steps, their labels and results, and the configurations the thread level runs on are in the model's "
+        "port reference (`spec/ports/<model>.md`, section \"Thread level\").",
+        "",
         "## Error codes",
         "",
         "| code | name | definite | meaning |",

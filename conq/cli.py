@@ -564,12 +564,20 @@ def conformance(
     corpus: Optional[Path] = typer.Option(None, "--corpus", help="Also run the golden traces in this folder."),
     no_snapshots: bool = typer.Option(False, "--no-snapshots", help="Compare observations only, not states."),
     timeout: float = typer.Option(10.0, "--timeout", min=0.1, help="Seconds a port may take per response."),
+    level: str = typer.Option("call", "--level", help="call | thread (consumer-lists: the threads' steps, "
+                              "the checker choosing the interleaving; --traces walks of --length, --mode exhaustive: "
+                              "every trace of --length actions)"),
     json_out: bool = JsonOpt,
 ) -> None:
     """Hold an implementation to the model: corpus and generated traces; exit 1 on any divergence."""
 
     def body() -> int:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        if level not in ("call", "thread"):
+            raise UsageProblem(f"--level must be call or thread, got {level!r}")
+        if level == "thread":
+            return _thread_conformance(model, impl, config, set_, traces, seed, length, mode, corpus, timeout, json_out)
 
         from conq.conformance.suite import SuiteError, corpus_files, run_suite
         from conq.conformance.trace import TraceError
@@ -608,6 +616,46 @@ def conformance(
         return EXIT_OK if res.ok else EXIT_VIOLATION
 
     _guard(body, json_out)
+
+
+def _thread_conformance(model: str, impl: str, config: Optional[str], set_: Optional[List[str]], traces: int,
+                        seed: int, length: int, mode: str, corpus: Optional[Path], timeout: float, json_out: bool) -> int:
+    """``conq conformance --level thread`` (issue 17): conformance/consumer_lists/thread_steps.py."""
+    if model != "consumer-lists":
+        raise UsageProblem(f"--level thread: only consumer-lists has a thread level, got {model!r}")
+    if set_ or corpus is not None:
+        raise UsageProblem("--level thread: --set and --corpus are not supported (named thread-level configurations only)")
+    if mode not in ("random", "exhaustive"):
+        raise UsageProblem(f"--level thread: --mode must be random or exhaustive, got {mode!r}")
+    from conq.conformance.consumer_lists import thread_steps as ts
+    from conq.conformance.suite import SuiteError
+
+    names = [config] if config else list(ts.THREAD_CONFIGS)
+    for name in names:
+        if name not in ts.THREAD_CONFIGS and name not in ts.FINDINGS:
+            raise UsageProblem(f"--config: no thread-level configuration {name!r} "
+                               f"(known: {', '.join([*ts.THREAD_CONFIGS, *ts.FINDINGS])})")
+    runs = []
+    for name in names:
+        try:
+            implementation = ts.thread_impl(impl, timeout=timeout)
+        except SuiteError as e:
+            raise UsageProblem(str(e)) from None
+        walks, depth = (0, length) if mode == "exhaustive" else (traces, 0)
+        runs.append(ts.check_threads(implementation, name, walks=walks, length=length, seed=seed, depth=depth))
+    ok = all(r.ok for r in runs)
+    if json_out:
+        _emit_json({"model": model, "level": "thread", "impl": impl, "ok": ok, "steps": sum(r.steps for r in runs),
+                    "configs": [{"config": r.config, "walks": r.walks, "exhaustive": r.exhaustive, "steps": r.steps,
+                                 "ok": r.ok, "incomplete": r.incomplete,
+                                 "actions": [list(a) for a in r.actions] if not r.ok else [],
+                                 "divergence": None if r.ok else r.divergence.describe()} for r in runs]})
+    else:
+        for r in runs:
+            out.print(r.describe(), markup=False)
+    if not ok:
+        return EXIT_VIOLATION
+    return EXIT_INCOMPLETE if any(r.incomplete for r in runs) else EXIT_OK
 
 
 @app.command("validate")

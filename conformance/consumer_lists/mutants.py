@@ -28,6 +28,10 @@ Engines (each spends a *count*, scaled by ``Budget.scale``; seconds only cap):
 * ``stress-actors``: the all-actors workload on real threads (``actors_workload``): every
                   actor of issue 16 at once, nothing lost or acquired twice, no redelivery to
                   a rejecter, group ownership, no stall;
+* ``thread-steps``: the thread level (``thread_steps.py``): the reference's threads stepped one
+                  model step at a time, the checker choosing the interleaving (seeded walks);
+                  it sees ``unnotify-after-scan``, which no call-level engine can (the
+                  ``schedules`` workload finds it too, as a stall);
 * ``races``     : the other actors (issue 16) racing the consumers on the deterministic
                   scheduler (``races.py``): a pull against a delete or the housekeeping
                   thread's expiry, a delete waiting for a held entry, a reject, a message
@@ -423,6 +427,42 @@ def _unregister_keeps_assignments(self, c):
     return any(self._group_avail.get(g, 0) > 0 for g in mine)
 
 
+def _unnotify_after_scan(self, c):
+    """deliverSingleMessage as the reference (same scheduling points), but NOTIFIED -> INTERESTED
+    happens only after the scan (``_attempt_delivery``), not before it (upstream
+    AbstractQueue.deliverSingleMessage: setNotified(false) first; model ``_pull_start``).  The
+    consumer is NOTIFIED while it looks, so a publisher notifying meanwhile skips it: a lost wake-up
+    window.  Only the thread level can see it: at call level a pull runs atomically and ends in the
+    same state either way (INTERESTED when nothing was found, NOTIFIED after a delivery)."""
+    if c.closed:
+        return None
+    if not c._deliver_guard.acquire(False):
+        raise _q.QueueError(f"deliver_single_message for consumer {c.id!r} called concurrently with itself")
+    try:
+        if self._det:
+            self._point("pull.unnotify", c.id)
+        if not c.desired:
+            self.qcm.set_notified(c, False)
+            return None
+        entry = self._attempt_delivery(c) if c.acquires else self._attempt_browse(c)
+        self.qcm.set_notified(c, False)  # the bug: back to INTERESTED only after scanning
+        if entry is None:
+            if self._det:
+                self._point("pull.none", c.id)
+            if c.acquires and self._available > 0:
+                self._notify_other_consumers(c)
+            return None
+        c.delivered += 1
+        if self._det:
+            self._point("pull.deliver", c.id)
+        self.qcm.set_notified(c, True)
+        if c.acquires:
+            self._sent(c, entry)
+        return entry.id
+    finally:
+        c._deliver_guard.release()
+
+
 _QCM = QueueConsumerManager
 _QC = _q.QueueConsumer
 _NL = _nl.NodeList
@@ -439,6 +479,9 @@ MUTANTS: dict[str, Mutant] = {
                ((Q, "_notify_consumers", _notify_no_browser),)),
         Mutant("look-then-unnotify", "deliverSingleMessage looks before moving NOTIFIED -> INTERESTED (lost wake-up window)", "lost wake-up",
                ((Q, "deliver_single_message", _look_then_unnotify),)),
+        Mutant("unnotify-after-scan", "a delivery moves the consumer back to INTERESTED only after scanning "
+               "(issue 17): invisible at call level, where a pull is atomic", "lost wake-up window",
+               ((Q, "deliver_single_message", _unnotify_after_scan),)),
         Mutant("never-unnotify", "a notified consumer is never moved back to Interested", "list moves",
                ((Q, "deliver_single_message", _never_unnotify),)),
         Mutant("priority-ignored", "no noHigherPriorityWithCredit check: a lower priority consumer takes work a higher one wants", "priority inversion",
@@ -568,6 +611,8 @@ EXPLORER_DEPTH = 2
 RANDOM_TRACES, ACTOR_RANDOM_TRACES = 400, 240
 #: schedules of the races engine (every schedule with <= 2 deviations of its scenarios is 5,619)
 RACE_SCHEDULES = 1500
+#: random walks per thread-level configuration (thread_steps.THREAD_CONFIGS) and their length
+THREAD_WALKS, THREAD_LENGTH = 60, 30
 #: examples per configuration for the hypothesis engine (the CI test lowers it); on ACTOR_CONFIGS
 #: a third of it (their calls are the original ones plus two, and the explorer takes every transition)
 HYPOTHESIS_EXAMPLES = 150
@@ -872,6 +917,33 @@ def engine_races(budget: Budget) -> Detection:
     return clock.survived(f"{result.describe()}: every check passes", spent)
 
 
+def engine_thread_steps(budget: Budget) -> Detection:
+    """The thread level (issue 17, ``thread_steps.py``): the reference queue's threads stepped one
+    model step at a time under a checker-driven scheduler, ``THREAD_WALKS`` seeded walks per
+    thread-level configuration, every step checked against the model's thread steps.  A mutant
+    whose pull has not the reference's scheduling points cannot be stepped: it survives here with
+    that said (never a kill by the harness)."""
+    from conq.conformance.adapters import InProcess
+
+    from .thread_steps import THREAD_CONFIGS, ThreadStepsDriver, check_threads
+
+    clock = Clock(budget)
+    walks = budget.count(THREAD_WALKS)
+    steps = 0
+    for cfg in THREAD_CONFIGS:
+        try:
+            r = check_threads(InProcess(ThreadStepsDriver), cfg, walks=walks, length=THREAD_LENGTH)
+        except RuntimeError as e:
+            return clock.survived(f"not drivable at thread level: {e}", f"{steps} thread steps")
+        steps += r.steps
+        if not r.ok:
+            return clock.killed(f"{cfg}: {r.divergence.describe()}", [list(a) for a in r.actions], f"{steps} thread steps")
+        if clock.over():
+            return clock.capped(f"{steps} thread steps")
+    return clock.survived(f"{walks} walks of {THREAD_LENGTH} on {len(THREAD_CONFIGS)} configurations conform",
+                          f"{steps} thread steps")
+
+
 ENGINES = {
     "explorer": engine_explorer,
     "random": engine_random,
@@ -881,6 +953,7 @@ ENGINES = {
     "linearizability": engine_linearizability,
     "races": engine_races,
     "stress-actors": engine_stress_actors,
+    "thread-steps": engine_thread_steps,
 }
 
 CATALOGUE = Catalogue("consumer-lists", MUTANTS, ENGINES)

@@ -1,0 +1,181 @@
+"""The thread level of the port protocol (issue 17, "Interleavings through the protocol"):
+conformance/consumer_lists/thread_steps.py, the reference port's thread level, the mutant only it
+catches."""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+
+import pytest
+from conq.conformance import protocol
+from conq.conformance.adapters import InProcess, PortFailure, Stdio
+from conq.conformance.checker import Checker
+from conq.conformance.consumer_lists import mutants
+from conq.conformance.consumer_lists import thread_steps as ts
+from conq.conformance.mutation import Budget
+from conq.conformance.port import serve
+from conq.conformance.views import conformance_model
+
+PORT = [sys.executable, "-m", "conq.conformance.port"]
+
+
+@pytest.mark.parametrize("config", list(ts.THREAD_CONFIGS))
+def test_the_reference_conforms_at_thread_level_in_process(config):
+    r = ts.check_threads(InProcess(ts.ThreadStepsDriver), config, walks=30, length=30, depth=6)
+    assert r.ok, r.describe()
+    assert r.walks == 30 and r.exhaustive > 10
+    assert r.steps > 400, r.describe()  # walks end early only where nothing is enabled (2 messages, no budget)
+
+
+def test_the_reference_conforms_at_thread_level_through_stdio():
+    impl = Stdio(PORT)
+    impl.level = "thread"
+    r = ts.check_threads(impl, "held", walks=15, length=30, depth=4)
+    assert r.ok, r.describe()
+    assert r.steps > 150 and r.exhaustive > 5
+
+
+def test_unnotify_after_scan_is_caught_at_thread_level():
+    with mutants.MUTANTS["unnotify-after-scan"].applied():
+        r = ts.check_threads(InProcess(ts.ThreadStepsDriver), "one-acquirer", walks=10, length=30)
+    assert not r.ok
+    # the pull's first step left the consumer NOTIFIED while it scans: the snapshot shows it at once
+    assert r.divergence.kind == "snapshot" and r.actions[-1] == ("step", "io", 0), r.describe()
+    assert "'notified'" in r.divergence.detail and "'interested'" in r.divergence.detail
+
+
+def test_unnotify_after_scan_is_caught_through_a_stdio_port_at_thread_level(tmp_path):
+    port = tmp_path / "mutant_port.py"
+    port.write_text(
+        "import sys\n"
+        "from conq.conformance.consumer_lists import mutants\n"
+        "from conq.conformance.port import serve\n"
+        "with mutants.MUTANTS['unnotify-after-scan'].applied():\n"
+        "    sys.exit(serve(sys.stdin, sys.stdout))\n")
+    impl = Stdio([sys.executable, str(port)])
+    impl.level = "thread"
+    r = ts.check_threads(impl, "dynamic", walks=10, length=30)
+    assert not r.ok and r.divergence.kind == "snapshot", r.describe()
+
+
+def test_unnotify_after_scan_is_not_caught_at_call_level():
+    """At call level a pull is one atomic call: moving the consumer back to INTERESTED before or after
+    the scan ends in the same state (INTERESTED when nothing was found, NOTIFIED again after a
+    delivery) with the same notifications, and no other call can run in between; so no budget finds
+    it.  A fixed budget of random walks on the configurations where it would matter, all conforming."""
+    walks = 0
+    with mutants.MUTANTS["unnotify-after-scan"].applied():
+        for config in ("small", "same-priority"):
+            checker = Checker(conformance_model("consumer-lists", config, {"env_budget": 2}),
+                              InProcess(mutants._driver_cls()))
+            for seed in range(120):
+                r = checker.walk(seed, 30)
+                walks += 1
+                assert r.ok, (config, seed, r.divergence.describe())
+    assert walks == 240
+
+
+def test_the_thread_steps_engine_kills_the_mutant_and_passes_the_reference():
+    ref = mutants.engine_thread_steps(Budget(scale=0.25))
+    assert not ref.killed and not ref.capped, ref.detail
+    with mutants.MUTANTS["unnotify-after-scan"].applied():
+        det = mutants.engine_thread_steps(Budget(scale=0.25))
+    assert det.killed, det.detail
+    assert "thread-steps" in mutants.ENGINES and "unnotify-after-scan" in mutants.MUTANTS
+
+
+def _serve(*messages: dict) -> list[dict]:
+    out = io.StringIO()
+    serve(io.StringIO("".join(json.dumps(m) + "\n" for m in messages)), out)
+    return [json.loads(line) for line in out.getvalue().splitlines()]
+
+
+def _init(level: str | None = "thread", model: str = "consumer-lists") -> dict:
+    cfg = json.loads(json.dumps(dict(Checker(ts.thread_model("one-acquirer"), None).config)))
+    msg = {"type": "init", "id": 1, "protocol": 1, "model": model, "config": cfg, "seed": 0}
+    if level is not None:
+        msg["level"] = level
+    return msg
+
+
+def test_the_reference_port_answers_thread_level_requests_and_their_errors():
+    replies = _serve(
+        _init(),
+        {"type": "action", "id": 2, "action": ["enqueue", 0]},
+        {"type": "action", "id": 3, "action": ["step", "publisher", 0], "snapshot": True},
+        {"type": "action", "id": 4, "action": ["step", "publisher", 0]},  # owes nothing now: not enabled
+        {"type": "action", "id": 5, "action": ["step", "io"]},  # malformed step
+        {"type": "action", "id": 6, "action": ["credit", 0]},  # not offered at thread level
+        {"type": "reset", "id": 7, "seed": 1},
+        {"type": "shutdown", "id": 8},
+    )
+    init_ok, enq, pub, again, bad, credit, reset, bye = replies
+    assert init_ok["type"] == "init_ok" and protocol.THREAD_STEPS in init_ok["features"]
+    assert enq == {"type": "action_ok", "id": 2, "observation": [["enqueue", 0], None, []]}
+    assert pub["observation"] == [["notify_consumers", 0], None, [0]]
+    assert dict(pub["state"])["consumers"] == [["notified", 3]]  # the snapshot, as pairs (hashable form)
+    assert (again["type"], again["code"], again["definite"]) == ("error", 13, True)
+    assert (bad["type"], bad["code"], bad["definite"]) == ("error", 12, True)
+    assert "[\"step\", \"io\" | \"publisher\", number]" in bad["text"]
+    assert (credit["code"], credit["definite"]) == (12, True) and "not offered at thread level" in credit["text"]
+    assert reset["type"] == "reset_ok" and bye["type"] == "shutdown_ok"
+
+
+def test_a_bad_level_in_init_is_refused_clearly():
+    bad, = _serve(_init("threads"))
+    assert (bad["code"], bad["definite"]) == (10, True) and "'level' must be one of call, thread" in bad["text"]
+    wrong_type, = _serve(_init(7))
+    assert wrong_type["code"] == 10 and "init: field 'level' must be string" in wrong_type["text"]
+    other, = _serve(_init("thread", model="recovery-deferral"))
+    assert other["code"] == 14 and "no thread level" in other["text"]
+    call_level, = _serve(_init(None))  # the call level is unchanged: no level, no thread driver
+    assert call_level["type"] == "init_ok" and "ThreadSteps" not in call_level["implementation"]
+    assert protocol.THREAD_STEPS not in call_level["features"]
+
+
+def test_the_checker_refuses_a_port_without_the_thread_level(tmp_path):
+    port = tmp_path / "call_only.py"
+    port.write_text(
+        "import json, sys\n"
+        "for line in sys.stdin:\n"
+        "    m = json.loads(line)\n"
+        "    print(json.dumps({'type': 'init_ok', 'id': m['id'], 'implementation': 'call only'}), flush=True)\n")
+    impl = Stdio([sys.executable, str(port)])
+    impl.level = "thread"
+    with pytest.raises(PortFailure, match="thread-steps"):
+        impl.start("consumer-lists", {}, 0)
+    impl.close()
+
+
+def test_the_thread_view_maps_steps_onto_the_model():
+    model = ts.thread_model("one-acquirer")
+    (s,) = model.init_states()
+    assert model.actions(s) == [("enqueue", 0)]  # nothing owed, no wake-up: only the environment
+    ((_, obs, s),) = [x for x in model.successors(s)]
+    assert obs == (("enqueue", 0), None, ())
+    assert model.actions(s) == [("step", "publisher", 0), ("enqueue", 1)]
+    with pytest.raises(ValueError, match="at most one|no thread-level configuration"):
+        ts.thread_model("small")
+
+
+def test_the_cli_runs_the_thread_level_with_its_exit_codes(monkeypatch):
+    from typer.testing import CliRunner
+
+    from conq.cli import app
+
+    runner = CliRunner()
+    ok = runner.invoke(app, ["conformance", "consumer-lists", "--level", "thread", "--traces", "5", "--json"])
+    assert ok.exit_code == 0, ok.output
+    doc = json.loads(ok.stdout)
+    assert doc["ok"] and doc["level"] == "thread" and [c["config"] for c in doc["configs"]] == list(ts.THREAD_CONFIGS)
+    bad = runner.invoke(app, ["conformance", "consumer-lists", "--level", "thread", "--impl", "mutant:unnotify-after-scan",
+                              "--config", "one-acquirer", "--traces", "5", "--json"])
+    assert bad.exit_code == 1 and json.loads(bad.stdout)["configs"][0]["actions"][-1] == ["step", "io", 0]
+    usage = runner.invoke(app, ["conformance", "consumer-lists", "--level", "thread", "--config", "small"])
+    assert usage.exit_code == 2 and "no thread-level configuration 'small'" in usage.output
+    monkeypatch.setattr(ts, "EXHAUSTIVE_CAP", 5)  # the bounded exhaustive mode's bound: incomplete, not a verdict
+    capped = runner.invoke(app, ["conformance", "consumer-lists", "--level", "thread", "--mode", "exhaustive",
+                                 "--config", "held", "--length", "6", "--json"])
+    assert capped.exit_code == 4 and "more than 5 traces" in json.loads(capped.stdout)["configs"][0]["incomplete"]
