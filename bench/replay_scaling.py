@@ -13,7 +13,10 @@ Prints, for each size, side by side:
 * the per-job fixed cost at local[2] (session start-up aside): the job time of
   a one-trace replay, and the intercept of job time against traces between the
   sizes (goal <= 3 s);
-* the parallel efficiency Spark against Spark (local[2] / 2 x local[1]).
+* the parallel efficiency Spark against Spark (local[2] / 2 x local[1]);
+* the job as it was before issue 20 (``run_replay(legacy=True)``: eight summary
+  queries and a sorted shuffle after the writes) as the column "old local[2]",
+  timed in the same run, its repeats interleaved with the others'.
 
 ``--beyond`` measures instead the replay targets whose graph the explorer does not complete
 (``spark_replay.BEYOND_EXPLORER``; no graph, coverage by fingerprints, Chao2 estimate): for each
@@ -55,16 +58,35 @@ def in_process(params, repeats: int) -> tuple[float, int]:
     return statistics.median(times), steps
 
 
-def spark(params, master: str, repeats: int) -> tuple[float, int]:
+def spark(params, master: str, repeats: int, legacy: bool = False) -> tuple[float, int]:
     from conq.conformance import spark_replay as sr
 
     times, steps = [], 0
     for _ in range(repeats):
         with TemporaryDirectory() as d:
-            s = sr.run_replay(params, master=master, out=Path(d) / "out", truth=False, say=lambda m: None)
+            s = sr.run_replay(params, master=master, out=Path(d) / "out", truth=False, say=lambda m: None, legacy=legacy)
         steps = s.steps
         times.append(s.job_seconds)
     return statistics.median(times), steps
+
+
+#: the columns of the main table: (label, master, legacy job?)
+COLUMNS = (("in-process", None, False), ("local[1]", "local[1]", False), ("local[2]", "local[2]", False),
+           ("old local[2]", "local[2]", True))
+
+
+def interleaved(params, repeats: int, columns=COLUMNS) -> tuple[dict[str, float], int]:
+    """Median seconds per column, the columns taken in turn within each repeat (so the load of a
+    shared machine falls on all of them alike), and the checked steps (equal in every column)."""
+    times: dict[str, list[float]] = {c[0]: [] for c in columns}
+    steps = set()
+    for _ in range(repeats):
+        for label, master, legacy in columns:
+            t, n = in_process(params, 1) if master is None else spark(params, master, 1, legacy)
+            times[label].append(t)
+            steps.add(n)
+    assert len(steps) == 1, steps
+    return {k: statistics.median(v) for k, v in times.items()}, steps.pop()
 
 
 def beyond(sizes: list[int], length: int, repeats: int, master: str) -> int:
@@ -120,7 +142,7 @@ def main() -> int:
     ap.add_argument("--sizes", default="4096,40960", help="comma-separated trace counts")
     ap.add_argument("--length", type=int, default=30)
     ap.add_argument("--repeats", type=int, default=3, help="repeats of the smallest size (larger sizes: --big-repeats)")
-    ap.add_argument("--big-repeats", type=int, default=1)
+    ap.add_argument("--big-repeats", type=int, default=3)
     ap.add_argument("--beyond", action="store_true", help="measure the targets beyond the explorer (no graph, Chao2)")
     ap.add_argument("--master", default="local[*]", help="--beyond: the Spark master")
     args = ap.parse_args()
@@ -131,35 +153,35 @@ def main() -> int:
     sizes = [int(x) for x in args.sizes.split(",")]
     base = ReplayParams(model=args.model, config_name=args.config, traces=1, length=args.length, impl=args.impl, minimise=False)
     print(f"{args.model}/{args.config}, length {args.length}, {os.cpu_count()} CPUs; load average at start: {load()}")
+    # A first job in a fresh JVM pays class loading and JIT once (measured 10-14 s); it is
+    # session start-up, so it is paid here, untimed, before anything is measured.
+    spark(base, "local[2]", 1)
     results = {}
     for i, n in enumerate(sizes):
         reps = args.repeats if i == 0 else args.big_repeats
         p = ReplayParams(**{**base.__dict__, "traces": n})
-        t_in, steps = in_process(p, reps)
-        t1, s1 = spark(p, "local[1]", reps)
-        t2, s2 = spark(p, "local[2]", reps)
-        assert steps == s1 == s2, (steps, s1, s2)
-        results[n] = (t_in, t1, t2, steps)
-        rate_in, rate1, rate2 = steps / t_in, s1 / t1, s2 / t2
+        t, steps = interleaved(p, reps)
+        results[n] = t
         print()
-        print(f"{n:,} traces ({steps:,} checked steps); medians of {reps}; load average now: {load()}")
-        print(f"{'':28}{'in-process':>12}{'local[1]':>12}{'local[2]':>12}")
-        print(f"{'seconds':28}{t_in:12.2f}{t1:12.2f}{t2:12.2f}")
-        print(f"{'checked steps/s':28}{rate_in:12,.0f}{rate1:12,.0f}{rate2:12,.0f}")
-        print(f"{'vs one in-process core':28}{1.0:12.2f}{rate1 / rate_in:12.2f}{rate2 / rate_in:12.2f}")
-        print(f"efficiency of local[2] vs two in-process loops: {rate2 / (2 * rate_in):.2f}"
-              f" (goal >= {0.85 if n >= 40960 else 0.6})")
-        print(f"Spark overhead per trace at local[1]: {1000 * (t1 - t_in) / n:.3f} ms;"
-              f" parallel efficiency Spark vs Spark: {rate2 / (2 * rate1):.2f}")
-    # measured last, in a warm JVM (the first job of a JVM pays class loading and JIT once)
-    t_fixed, _ = spark(base, "local[2]", args.repeats)
+        print(f"{n:,} traces ({steps:,} checked steps); medians of {reps}, columns interleaved; load average now: {load()}")
+        print(f"{'':34}" + "".join(f"{c[0]:>14}" for c in COLUMNS))
+        print(f"{'job seconds':34}" + "".join(f"{t[c[0]]:14.2f}" for c in COLUMNS))
+        print(f"{'checked steps/s':34}" + "".join(f"{steps / t[c[0]]:14,.0f}" for c in COLUMNS))
+        print(f"{'vs one in-process core':34}" + "".join(f"{t['in-process'] / t[c[0]]:14.2f}" for c in COLUMNS))
+        print(f"{'efficiency vs 2 in-process loops':34}{'':14}{'':14}"
+              + "".join(f"{t['in-process'] / (2 * t[c]):14.2f}" for c in ("local[2]", "old local[2]"))
+              + f"   (goal for local[2] >= {0.85 if n >= 40960 else 0.6})")
+        print(f"Spark overhead per trace at local[1]: {1000 * (t['local[1]'] - t['in-process']) / n:.3f} ms;"
+              f" parallel efficiency Spark vs Spark (local[2] / 2 x local[1]): {t['local[1]'] / (2 * t['local[2]']):.2f}")
+    fixed, _ = interleaved(base, args.repeats, [c for c in COLUMNS if c[0] in ("local[2]", "old local[2]")])
     print()
-    print(f"per-job fixed cost at local[2] (a 1-trace job in a warm JVM, session aside): {t_fixed:.2f} s (goal <= 3 s)")
+    print(f"per-job fixed cost at local[2] (a 1-trace job in a warm JVM, session aside), medians of {args.repeats}: "
+          f"{fixed['local[2]']:.2f} s, old job {fixed['old local[2]']:.2f} s (goal <= 3 s)")
     if len(sizes) >= 2:
         (n1, r1), (n2, r2) = (sizes[0], results[sizes[0]]), (sizes[-1], results[sizes[-1]])
-        per_trace = (r2[2] - r1[2]) / (n2 - n1)
-        print(f"local[2] job time = {r1[2] - per_trace * n1:.2f} s + {1000 * per_trace:.3f} ms/trace (intercept between {n1:,} and {n2:,})")
-        print(f"scaling at local[2]: {n2:,} traces took {r2[2]:.2f} s = {r2[2] / r1[2]:.2f}x the time of {n1:,}")
+        for c in ("local[2]", "old local[2]"):
+            per_trace = (r2[c] - r1[c]) / (n2 - n1)
+            print(f"{c} job time = {r1[c] - per_trace * n1:.2f} s + {1000 * per_trace:.3f} ms/trace (intercept between {n1:,} and {n2:,})")
     print(f"load average at the end: {load()}")
     print("(Spark session start-up excluded; in-process = replay_blocks, the same per-trace work in one Python loop)")
     return 0

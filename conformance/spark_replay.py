@@ -21,7 +21,9 @@ Layout of the job (one pass, no shuffle of traces):
    witnessed and requirement ids, aggregated over the partition.
 3. The DataFrame API aggregates coverage (distinct keys, first hit per key
    for the growth curve) and writes Parquet: ``traces/``, ``coverage/``,
-   ``violations/``, then ``summary.json``, ``growth.parquet``, ``estimate.parquet``
+   ``violations/`` (three Spark jobs over the cached worker output; the driver
+   then reads the summary's figures from that Parquet with pyarrow rather than
+   running more Spark queries: issue 20), then ``summary.json``, ``growth.parquet``, ``estimate.parquet``
    and ``report.md`` (with a PNG plot of coverage growth) are written by the
    driver: coverage against the exhaustive graph when it can be explored, and
    always the growth curve and the Chao2 estimate of the unseen states
@@ -549,6 +551,7 @@ def run_replay(
     conf: dict[str, str] | None = None,
     say=print,
     graph_max_states: int = 200_000,
+    legacy: bool = False,
 ) -> ReplaySummary:
     """Run the job and write its output folder ``out``.
 
@@ -565,7 +568,13 @@ def run_replay(
     ``truth=False`` (``--no-graph``) does not explore the exhaustive graph: coverage is then told
     by the fingerprints alone, with the Chao2 estimate of the unseen states.  A target listed in
     :data:`BEYOND_EXPLORER` skips the graph by itself; any other stops exploring at
-    ``graph_max_states`` states (a count, never the clock) and reports no truth."""
+    ``graph_max_states`` states (a count, never the clock) and reports no truth.
+
+    ``legacy=True`` runs the job as before issue 20 (the summary told by eleven Spark queries over
+    the tables read back, violations sorted by a range shuffle); the default writes the same three
+    tables in three Spark jobs and reads the summary from the written Parquet on the driver.  The
+    outputs are equal (tests/conformance/test_spark_replay.py); the switch exists for that test
+    and for ``bench/replay_scaling.py``, which times both in one run."""
     from .views import conformance_model
 
     if params.mode not in ("random", "coverage", "exhaustive"):
@@ -583,7 +592,7 @@ def run_replay(
     if problem:
         raise ReplayError(problem)
     with sigterm_exits():  # SIGTERM: a clean exit, so the cleanup below runs
-        return _run_replay(params, model, master, final, partitions, truth, conf, say, graph_max_states)
+        return _run_replay(params, model, master, final, partitions, truth, conf, say, graph_max_states, legacy)
 
 
 #: Replay targets whose call-level graph is beyond what the replay explores for its coverage truth
@@ -620,7 +629,8 @@ def graph_out_of_reach(params: ReplayParams) -> str | None:
     return None
 
 
-def _run_replay(params, model, master, final: Path, partitions, truth, conf, say, graph_max_states=200_000) -> ReplaySummary:
+def _run_replay(params, model, master, final: Path, partitions, truth, conf, say, graph_max_states=200_000,
+                legacy: bool = False) -> ReplaySummary:
     t0 = time.perf_counter()
     staging: Path | None = None
     tmp: Path | None = None
@@ -657,28 +667,21 @@ def _run_replay(params, model, master, final: Path, partitions, truth, conf, say
         traces_df.write.mode("overwrite").parquet(str(staging / "traces"))
         say("aggregating coverage/ (Parquet)")
         cover_df.write.mode("overwrite").parquet(str(staging / "coverage"))
-        traces_df = spark.read.parquet(str(staging / "traces"))
-        cover_df = spark.read.parquet(str(staging / "coverage"))
-        violations_df = traces_df.filter(~F.col("ok")).orderBy("index")
-        violations_df.write.mode("overwrite").parquet(str(staging / "violations"))
-        agg = traces_df.agg(F.count("*").alias("n"), F.sum("steps").alias("steps"), F.sum((~F.col("ok")).cast("int")).alias("bad")).first()
-        kinds = {r["kind"]: r["c"] for r in cover_df.groupBy("kind").agg(F.count("*").alias("c")).collect()}
-        names: dict[str, list[str]] = {k: [] for k in ("action", "property", "requirement")}
-        for r in cover_df.filter(F.col("kind").isin(*names)).select("kind", "key").collect():  # one job, few rows
-            names[r["kind"]].append(r["key"])
-        names = {k: sorted(v) for k, v in names.items()}
-        growth = [(r["first_index"], r["c"]) for r in cover_df.filter(F.col("kind") == "state").groupBy("first_index").agg(F.count("*").alias("c")).orderBy("first_index").collect()]
-        # incidence frequency counts (and state kinds) in one small job: Chao2 and the rarity table
-        incid = cover_df.filter(F.col("kind").isin("state", "transition")).groupBy("kind", "units", "class").agg(F.count("*").alias("c")).collect()
-        state_keys: set[int] = set()
-        trans_keys: set[int] = set()
         beyond = graph_out_of_reach(params)
         graph_note = ("not explored (--no-graph)" if not truth else f"not explored: {beyond}" if beyond else "")
         truth = truth and not beyond
-        if truth:
-            for r in cover_df.filter(F.col("kind").isin("state", "transition")).select("kind", "key").collect():
-                (state_keys if r["kind"] == "state" else trans_keys).add(int(r["key"]))
-        violations = [r.asDict() for r in violations_df.limit(20).collect()]
+        if legacy:
+            agg, kinds, names, growth, incid, state_keys, trans_keys, violations = _summary_by_spark(spark, staging, truth)
+        else:
+            # Violations from the cached rows, sorted inside one partition: the same rows in the
+            # same order as a global orderBy, without its sampling job and shuffle.
+            (rows.filter((F.col("tag") == "trace") & ~F.col("ok")).select(*TRACE_COLUMNS).coalesce(1)
+             .sortWithinPartitions("index").write.mode("overwrite").parquet(str(staging / "violations")))
+            # Everything else the summary needs is read from the Parquet just written, on the
+            # driver (which owns the output folder): no more Spark jobs.  Issue 20 measured the
+            # legacy path's summary queries and sorted shuffle at about 0.9 s of every job whatever
+            # its size (bench/replay_scaling.py: a 1-trace job at local[2], 2.92 s -> 2.05 s).
+            agg, kinds, names, growth, incid, state_keys, trans_keys, violations = _summary_from_parquet(staging, truth)
         partitions_used = parts
         rows.unpersist()
         job_seconds = time.perf_counter() - t_job
@@ -714,6 +717,71 @@ def _run_replay(params, model, master, final: Path, partitions, truth, conf, say
     finally:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _summary_by_spark(spark, staging: Path, truth: bool):
+    """The summary as the job told it before issue 20: the tables read back, violations written
+    through a global sort, eight Spark queries (kept for the equality test and the benchmark)."""
+    from pyspark.sql import functions as F
+
+    traces_df = spark.read.parquet(str(staging / "traces"))
+    cover_df = spark.read.parquet(str(staging / "coverage"))
+    violations_df = traces_df.filter(~F.col("ok")).orderBy("index")
+    violations_df.write.mode("overwrite").parquet(str(staging / "violations"))
+    agg = traces_df.agg(F.count("*").alias("n"), F.sum("steps").alias("steps"), F.sum((~F.col("ok")).cast("int")).alias("bad")).first()
+    kinds = {r["kind"]: r["c"] for r in cover_df.groupBy("kind").agg(F.count("*").alias("c")).collect()}
+    names: dict[str, list[str]] = {k: [] for k in ("action", "property", "requirement")}
+    for r in cover_df.filter(F.col("kind").isin(*names)).select("kind", "key").collect():  # one job, few rows
+        names[r["kind"]].append(r["key"])
+    names = {k: sorted(v) for k, v in names.items()}
+    growth = [(r["first_index"], r["c"]) for r in cover_df.filter(F.col("kind") == "state").groupBy("first_index").agg(F.count("*").alias("c")).orderBy("first_index").collect()]
+    # incidence frequency counts (and state kinds) in one small job: Chao2 and the rarity table
+    incid = cover_df.filter(F.col("kind").isin("state", "transition")).groupBy("kind", "units", "class").agg(F.count("*").alias("c")).collect()
+    state_keys: set[int] = set()
+    trans_keys: set[int] = set()
+    if truth:
+        for r in cover_df.filter(F.col("kind").isin("state", "transition")).select("kind", "key").collect():
+            (state_keys if r["kind"] == "state" else trans_keys).add(int(r["key"]))
+    violations = [r.asDict() for r in violations_df.limit(20).collect()]
+    agg = {"n": agg["n"], "steps": agg["steps"], "bad": agg["bad"]}
+    return agg, kinds, names, growth, incid, state_keys, trans_keys, violations
+
+
+def _summary_from_parquet(staging: Path, truth: bool):
+    """What :func:`_summary_by_spark` tells, read with pyarrow from the tables the job wrote: the
+    trace totals from two columns of ``traces/``, coverage counts, names, growth and incidence
+    counts from ``coverage/`` (one row per key: small next to the traces), the first violations
+    from ``violations/`` (sorted by index)."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    tr = pq.read_table(staging / "traces", columns=["steps", "ok"])
+    agg = {"n": tr.num_rows, "steps": pc.sum(tr["steps"]).as_py(),
+           "bad": tr.num_rows - pc.sum(pc.cast(tr["ok"], "int64")).as_py() if tr.num_rows else None}
+    cover = pq.read_table(staging / "coverage", columns=["kind", "key", "first_index", "units", "class"]).to_pydict()
+    kinds: dict[str, int] = {}
+    names: dict[str, list[str]] = {k: [] for k in ("action", "property", "requirement")}
+    growth_c: dict[int, int] = {}
+    incid_c: dict[tuple, int] = {}
+    state_keys: set[int] = set()
+    trans_keys: set[int] = set()
+    for kind, key, first, units, cls in zip(cover["kind"], cover["key"], cover["first_index"], cover["units"], cover["class"]):
+        kinds[kind] = kinds.get(kind, 0) + 1
+        if kind in names:
+            names[kind].append(key)
+        elif kind in ("state", "transition"):
+            k = (kind, units, cls)
+            incid_c[k] = incid_c.get(k, 0) + 1
+            if kind == "state":
+                growth_c[first] = growth_c.get(first, 0) + 1
+            if truth:
+                (state_keys if kind == "state" else trans_keys).add(int(key))
+    names = {k: sorted(v) for k, v in names.items()}
+    growth = sorted(growth_c.items())
+    incid = [{"kind": k, "units": u, "class": c, "c": n}
+             for (k, u, c), n in sorted(incid_c.items(), key=lambda x: (x[0][0], x[0][1] or 0, x[0][2] or ""))]
+    violations = pq.read_table(staging / "violations").slice(0, 20).to_pylist()
+    return agg, kinds, names, growth, incid, state_keys, trans_keys, violations
 
 
 def _stop_spark(hard: bool) -> None:
