@@ -111,3 +111,37 @@ def test_one_package_per_system_in_every_layer():
 
 def test_no_generic_top_level_names_installed():
     assert all(p == "conq" or p.startswith("conq.") for p in MAPPING["packages"])
+
+
+def test_every_data_file_is_shipped():
+    """Every tracked non-Python file inside a package folder is matched by a `package-data` glob, so
+    an installed (non-editable) conq has its corpora, port references and ports too."""
+    import subprocess
+
+    data = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
+    tracked = subprocess.run(["git", "ls-files", *MAPPING["package-dir"].values()], cwd=ROOT,
+                             capture_output=True, text=True, check=True).stdout.split()
+    assert len(tracked) > 100, "git ls-files found too few files: the walk is broken"
+    missing = []
+    for rel in tracked:
+        path = Path(rel)
+        if path.suffix == ".py" or path.name in (".gitignore",):
+            continue
+        folder = path.parts[0]
+        # the deepest package that holds the file, and the file's path relative to that package
+        owner, inside = None, None
+        for pkg, pkg_folder in MAPPING["package-dir"].items():
+            if folder != pkg_folder:
+                continue
+            for depth in range(len(path.parts) - 1, 0, -1):
+                candidate = ROOT.joinpath(*path.parts[:depth])
+                if (candidate / "__init__.py").is_file():
+                    owner = ".".join([pkg, *path.parts[1:depth]])
+                    inside = "/".join(path.parts[depth:])
+                    break
+        assert owner, f"{rel}: no package holds it"
+        # setuptools expands the globs with glob(), where `*` does not cross a folder
+        pkg_dir = ROOT / rel[: len(rel) - len(inside)]
+        if not any((ROOT / rel) in set(pkg_dir.glob(g)) for g in data.get(owner, [])):
+            missing.append(f"{rel} (package {owner}, as {inside!r})")
+    assert not missing, "package-data in pyproject.toml misses: " + "; ".join(missing)
