@@ -257,12 +257,9 @@ def _explore(model: Model, max_states, symmetry, liveness, keep_edges, progress,
     via_append = via.append
     edges_extend = edges.extend
     label_get = label_ids.get
-    for_action = chk.for_action
-    step_table = chk.step_table
     on_state = chk.on_state
-    step_hit = chk.step_hit
+    on_step = chk.on_step
     checked_action = CheckedAction
-    witnessed_step = chk.witnessed_step
 
     finished = interrupted = False
     if watch is not None:
@@ -305,24 +302,10 @@ def _explore(model: Model, max_states, symmetry, liveness, keep_edges, progress,
                     parent_append(i)
                     via_append(k)
                     on_state(key, j)
-                cls = a.__class__
-                # a CheckedAction: the model evaluated this step's checks, and the witnesses but those
-                # of its class's ``maybe`` (kernel.CheckedAction); the tables are skipped unless one
-                # of those is still unwitnessed
-                if cls is not checked_action and (cls is tuple or not issubclass(cls, checked_action)
-                                                  or not cls.maybe <= witnessed_step.keys()):
-                    tables = for_action.get(a[0])
-                    if tables is None:
-                        tables = step_table(a[0])
-                    checks, wits = tables
-                    for _name, fn in checks:
-                        if not fn(s, a, o, t):
-                            step_hit(checks, (), s, a, o, t, lambda: (i, k, j))
-                            break
-                    for _name, fn in wits:
-                        if fn(s, a, o, t):
-                            step_hit((), wits, s, a, o, t, lambda: (i, k, j))
-                            break
+                # a CheckedAction: the model evaluated this step's checks and witnesses
+                # (kernel.CheckedAction); a subclass of it, or any other label: _Checks.on_step
+                if a.__class__ is not checked_action:
+                    on_step(s, a, o, t, (i, k, j))
                 if keep_edges:
                     lab = label_get((a, o))
                     if lab is None:

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from conq.model.engines.fingerprint import fingerprint
-from conq.model.kernel import Kind, Model, Path
+from conq.model.kernel import CheckedAction, Kind, Model, Path
 
 #: states expanded between two batched look-ups
 CHUNK = 1024
@@ -80,10 +80,9 @@ def explore_fingerprints(model: Model, max_states, symmetry: bool, progress, box
     levels = 0
     cap = max_states if max_states is not None else -1
     n = 0
-    for_action = chk.for_action
-    step_table = chk.step_table
     on_state = chk.on_state
-    step_hit = chk.step_hit
+    on_step = chk.on_step
+    checked_action = CheckedAction
     searchsorted = np.searchsorted
     finished = False
 
@@ -134,18 +133,8 @@ def explore_fingerprints(model: Model, max_states, symmetry: bool, progress, box
                         k += 1
                         key = canon(t) if canon else t
                         cand_append((fp(key), key, i, k))
-                        tables = for_action.get(a[0])
-                        if tables is None:
-                            tables = step_table(a[0])
-                        checks, wits = tables
-                        for _name, fn in checks:
-                            if not fn(s, a, o, t):
-                                step_hit(checks, (), s, a, o, t, lambda: (i, k))
-                                break
-                        for _name, fn in wits:
-                            if fn(s, a, o, t):
-                                step_hit((), wits, s, a, o, t, lambda: (i, k))
-                                break
+                        if a.__class__ is not checked_action:  # as in the explorer: _Checks.on_step
+                            on_step(s, a, o, t, (i, k))
                     transitions += len(succ)
                     i += 1
                 # which candidates were known before this level

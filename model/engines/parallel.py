@@ -27,7 +27,7 @@ import traceback
 from typing import Any
 
 from conq.model.engines.fingerprint import fingerprint
-from conq.model.kernel import Kind, Model, Path
+from conq.model.kernel import CheckedAction, Kind, Model, Path
 
 
 def _worker(w: int, W: int, model: Model, symmetry: bool, conn, inboxes) -> None:
@@ -79,7 +79,7 @@ def _worker(w: int, W: int, model: Model, symmetry: bool, conn, inboxes) -> None
                 out: list[list] = [[] for _ in range(W)]
                 mine = out[w]
                 transitions = 0
-                for_action, step_table, step_hit = chk.for_action, chk.step_table, chk.step_hit
+                on_step, checked_action = chk.on_step, CheckedAction
                 for s, gid in current:
                     succ = successors(s)
                     transitions += len(succ)
@@ -95,18 +95,8 @@ def _worker(w: int, W: int, model: Model, symmetry: bool, conn, inboxes) -> None
                         elif f not in sent:
                             sent.add(f)
                             out[owner].append((f, key, gid, k))
-                        tables = for_action.get(a[0])
-                        if tables is None:
-                            tables = step_table(a[0])
-                        checks, wits = tables
-                        for _n, fn in checks:
-                            if not fn(s, a, o, t):
-                                step_hit(checks, (), s, a, o, t, lambda: (gid, k))
-                                break
-                        for _n, fn in wits:
-                            if fn(s, a, o, t):
-                                step_hit((), wits, s, a, o, t, lambda: (gid, k))
-                                break
+                        if a.__class__ is not checked_action:  # as in the explorer: _Checks.on_step
+                            on_step(s, a, o, t, (gid, k))
                 for other in range(W):
                     if other != w:
                         inboxes[other].put((level, w, out[other]))

@@ -10,7 +10,7 @@ from array import array
 from dataclasses import dataclass, field
 from typing import Any
 
-from conq.model.kernel import Kind, Model, Path, Property
+from conq.model.kernel import CheckedAction, Kind, Model, Path, Property
 
 
 @dataclass
@@ -216,16 +216,43 @@ class _Checks:
             self.witnessed[name] = where
         self.state_w = [item for item in self.state_w if item not in hit]
 
-    def step_hit(self, table_checks: tuple, table_wits: tuple, s, a, o, t, where_fn) -> None:
+    def on_step(self, s, a, o, t, where: Any) -> None:
+        """Every transition check on the step ``s --a/o--> t`` (``where``: how the engine names
+        the step in its records, e.g. ``(src, position, dst)``).  The one copy of this block for
+        every search mode (explorer, fpsearch, parallel).
+
+        An engine's hot loop tests ``a.__class__ is not CheckedAction`` before calling (the
+        commonest case of the consumer-lists fast path costs no call); this method handles the
+        rest: a :class:`~conq.model.kernel.CheckedAction` subclass is skipped once every witness
+        of its ``maybe`` is witnessed (the model evaluated the checks and the other witnesses on
+        this very step: kernel.CheckedAction's contract), any other label goes through the
+        per-action tables."""
+        cls = a.__class__
+        if cls is not tuple and issubclass(cls, CheckedAction) and cls.maybe <= self.witnessed_step.keys():
+            return
+        tables = self.for_action.get(a[0])
+        if tables is None:
+            tables = self.step_table(a[0])
+        checks, wits = tables
+        for _name, fn in checks:
+            if not fn(s, a, o, t):
+                self.step_hit(checks, (), s, a, o, t, where)
+                break
+        for _name, fn in wits:
+            if fn(s, a, o, t):
+                self.step_hit((), wits, s, a, o, t, where)
+                break
+
+    def step_hit(self, table_checks: tuple, table_wits: tuple, s, a, o, t, where: Any) -> None:
         """The slow path of a transition: something in its tables fired."""
         changed = False
         for name, chk in table_checks:
             if name not in self.violated_step and not chk(s, a, o, t):
-                self.violated_step[name] = where_fn()
+                self.violated_step[name] = where
                 changed = True
         for name, wit in table_wits:
             if name not in self.witnessed_step and wit(s, a, o, t):
-                self.witnessed_step[name] = where_fn()
+                self.witnessed_step[name] = where
                 changed = True
         if changed:
             self.for_action.clear()

@@ -97,3 +97,48 @@ def test_liveness_lassos_close_and_are_fair(model, config):
             cyc = m.replay([(a, o) for a, o, _ in v.cycle.steps], init=v.cycle.init)
             assert cyc.last == v.cycle.init == v.path.last
             assert not any(v.prop.check(s) for s in v.cycle.states())
+
+
+@pytest.mark.parametrize("mode", [dict(fingerprints=True), dict(workers=2)])
+def test_every_mode_skips_the_step_checks_the_model_decided(monkeypatch, mode):
+    # kernel.CheckedAction: the consumer-lists fast path marks the steps whose step checks it
+    # decided once per footprint (model/consumer_lists/fast.py); every mode goes through the one
+    # _Checks.on_step and skips them.  Counted: evaluations of the step checks the engines run (a
+    # counter shared with forked workers), with the fast path on (CheckedAction labels) and off
+    # (plain labels, nothing to skip).
+    from conq.model.engines import results
+
+    evaluated = multiprocessing.get_context("fork").Value("q", 0, lock=False)
+    real = results._Checks.step_table
+
+    def counting(self, name):
+        checks, wits = real(self, name)
+
+        def wrap(fn):
+            def counted(*args):
+                evaluated.value += 1
+                return fn(*args)
+            return counted
+
+        found = self.for_action[name] = (tuple((n, wrap(fn)) for n, fn in checks), wits)
+        return found
+
+    monkeypatch.setattr(results._Checks, "step_table", counting)
+
+    def run(fast: str, **kw) -> tuple[int, tuple]:
+        monkeypatch.setenv("CONQ_CL_FAST", fast)
+        evaluated.value = 0
+        ex = explore(load_model("consumer-lists", "small"), liveness=False, **kw)
+        assert ex.complete
+        return evaluated.value, (ex.states, ex.transitions, _safety(ex))
+
+    plain, plain_result = run("0")
+    default, default_result = run("1")
+    skipped, result = run("1", **mode)
+    assert result == default_result == plain_result
+    assert 0 < default < plain // 2, (default, plain)
+    if "fingerprints" in mode:  # the default mode's order: the very same evaluations
+        assert skipped == default
+    else:  # a worker skips a step once *it* has seen the witnesses of its class's maybe
+        assert 0 < skipped < plain // 2, (skipped, plain)
+    assert multiprocessing.active_children() == []
