@@ -62,6 +62,7 @@ from __future__ import annotations
 from typing import Any
 
 from conq.model.kernel import Kind, Model
+from conq.model.consumer_lists.model import ConsumerListsModel
 from conq.model.consumer_lists.state import ACQ, AVAILABLE, HELD
 
 ENV = frozenset({"add_consumer", "remove_consumer", "credit", "suspend", "resume", "enqueue", "enqueue_held", "unhold",
@@ -89,6 +90,29 @@ class ConsumerListsCalls(Model):
         self.Config = type(base.config)
         if hasattr(base, "config_name"):
             self.config_name = base.config_name
+        # The model's successors, memoised per state here (BASE_CACHE_LIMIT).  For the model itself
+        # (not a subclass that changes its steps) they are taken from its readable
+        # ``spec_successors``, not its fast path (model/consumer_lists/fast.py): the fast path
+        # records every footprint with its step-property checks for the explorer, work a
+        # conformance run (a few hundred call-level states, each composed once) never reuses --
+        # profiled with pyinstrument on bench/checker_speed.py's reference row, its misses were
+        # about a third of the checker's process.  tests/conformance/test_checker_speed.py checks
+        # that both give the same composed successors on every reachable call-level state.
+        self._base_cache: dict[Any, list] = {}
+        plain = type(base).successors is ConsumerListsModel.successors and hasattr(base, "spec_successors")
+        self._base_successors = base.spec_successors if plain else base.successors
+
+    #: the most model states whose successors are memoised (cleared when full: it costs only time)
+    BASE_CACHE_LIMIT = 500_000
+
+    def _base(self, s: Any) -> list:
+        cache = self._base_cache
+        found = cache.get(s)
+        if found is None:
+            if len(cache) >= self.BASE_CACHE_LIMIT:
+                cache.clear()
+            found = cache[s] = self._base_successors(s)
+        return found
 
     def init_states(self):
         return [self._settle(s)[0] for s in self.base.init_states()]
@@ -101,7 +125,7 @@ class ConsumerListsCalls(Model):
         notified = [] if notified is None else notified
         while True:
             best = None
-            for a, o, t in self.base.successors(s):
+            for a, o, t in self._base(s):
                 rank = SETTLE_RANK.get(a[0])
                 if rank is not None and (best is None or rank < best[0]):
                     best = (rank, a, o, t)
@@ -141,7 +165,7 @@ class ConsumerListsCalls(Model):
 
     def _compose(self, s):
         out = []
-        for a, o, t in self.base.successors(s):
+        for a, o, t in self._base(s):
             name = a[0]
             if name in ENV:
                 notified = list(o or ()) if name in NOTIFYING else []
@@ -160,7 +184,7 @@ class ConsumerListsCalls(Model):
                 state = t
                 if o != "suspended":
                     while True:
-                        step = next(((a2, o2, t2) for a2, o2, t2 in self.base.successors(state) if len(a2) > 1 and a2[1] == c and a2[0] in ("find_next_available", "acquire", "deliver", "no_message")), None)
+                        step = next(((a2, o2, t2) for a2, o2, t2 in self._base(state) if len(a2) > 1 and a2[1] == c and a2[0] in ("find_next_available", "acquire", "deliver", "no_message")), None)
                         if step is None:  # pragma: no cover - the model always ends a pull
                             raise RuntimeError(f"pull of consumer {c} did not end in {self.base.view(state)}")
                         a2, o2, state = step

@@ -7,6 +7,10 @@ exactly what the general path gives -- the same values, verdicts, replies and er
 * ``parse_reply``'s fast path accepts exactly what the general checks accept, fuzzed against the
   general checks as they were before it;
 * the reference port's fast path answers as its general path does, byte for byte;
+* the call-level view (conformance/consumer_lists/calls.py) composes its calls from the model's
+  readable ``spec_successors``, memoised, instead of its fast path: the composed successors are the
+  same on every reachable call-level state of every configuration the suite drives, and a model
+  subclass that changes ``successors`` is composed through its own;
 * the optional feature snapshot-in-reply: one round trip per step with a port that declares it,
   the same runs as without it, and never the new field to a port that does not declare it.
 """
@@ -87,6 +91,54 @@ def test_verdicts_under_mutants_are_the_same_through_either_view():
             assert a == b, (name, cfg)
             caught += sum(v[2] is not None for v in a)
     assert caught > 0  # the comparison covers verdicts that are failures, not only passes
+
+
+# -- the call-level view: composed from spec_successors (memoised) = composed from the fast path ----
+
+def _reachable(view) -> list:
+    seen = dict.fromkeys(view.init_states())
+    todo = list(seen)
+    while todo:
+        s = todo.pop()
+        for _a, _o, t in view.successors(s):
+            if t not in seen:
+                seen[t] = None
+                todo.append(t)
+    return list(seen)
+
+
+def test_the_call_level_view_composes_the_same_calls_from_the_readable_successors():
+    from conq.conformance.consumer_lists.calls import ConsumerListsCalls
+    from conq.conformance.port_reference import conformance_configs
+
+    total = 0
+    for cfg, overrides in conformance_configs("consumer-lists"):
+        view = conformance_model("consumer-lists", cfg, overrides)
+        assert view._base_successors == view.base.spec_successors  # the path under test is taken
+        general = ConsumerListsCalls(view.base)
+        general._base_successors = view.base.successors  # the model's fast path (fast.py), as before
+        assert view.base._fast is not None, "CONQ_CL_FAST=0: the fast path this compares with is off"
+        states = _reachable(view)
+        for s in states:
+            assert view.successors(s) == general._compose(s), (cfg, s)
+        assert list(view.init_states()) == list(general.init_states()), cfg
+        total += len(states)
+    assert total > 1_000
+
+
+def test_a_model_subclass_that_changes_successors_is_composed_through_it():
+    from conq.conformance.consumer_lists.calls import ConsumerListsCalls
+
+    base = conformance_model("consumer-lists", "small").base
+
+    class NoPulls(type(base)):
+        def successors(self, s):
+            return [x for x in super().successors(s) if x[0][0] != "deliver_single_message"]
+
+    changed = NoPulls(base.config)
+    view = ConsumerListsCalls(changed)
+    assert view._base_successors == changed.successors
+    assert all(a[0] != "pull" for s in _reachable(view) for a in view.actions(s))
 
 
 # -- parse_reply: the fast path against the general checks as they were before it ------------------
