@@ -53,6 +53,10 @@ class Step:
     action: tuple
     observation: Any
     event: int | None
+    #: the model states the step goes from and to (not in the JSON: states are the model's own
+    #: values); what a campaign counts as the coverage of an accepted log (issue 19)
+    before: Any = field(default=None, repr=False, compare=False)
+    after: Any = field(default=None, repr=False, compare=False)
 
     def to_json(self) -> dict[str, Any]:
         return {"action": jsonable(self.action), "observation": jsonable(self.observation),
@@ -79,6 +83,7 @@ class Validation:
     allowed_total: int = 0
     near: list[dict[str, Any]] = field(default_factory=list)  # steps matching the failed event's action
     path: list[Step] = field(default_factory=list)  # shortest path to the frontier / witness
+    start: Any = None  # the initial state the path starts from (not in the JSON)
     states: int = 0  # states explored, over every closure
     largest: int = 0  # the largest closure
     truncated: list[int] = field(default_factory=list)  # event indexes whose closure hit the bound (0: before the first)
@@ -323,14 +328,14 @@ def validate(model: Model, trace: Trace, *, level: str = "thread", source: str =
             res.accepted = k
             res.last_line = events[k - 1].line if k else 1
             _explain(res, e, k + 1, done, succ, hidden, views)
-            res.path = _path(layers, k, min(done, key=lambda s: done[s][0]))
+            res.path, res.start = _path(layers, k, min(done, key=lambda s: done[s][0]))
             return res
     res.accepted = len(events)
     res.last_line = events[-1].line if events else 1
     last = layers[-1]
     # the witness ends at the last event: the shortest path to a state it left (no trailing hidden steps)
     ends = [s for s, entry in last.items() if entry[2] != len(events)] or list(last)
-    res.path = _path(layers, len(events), min(ends, key=lambda s: last[s][0]))
+    res.path, res.start = _path(layers, len(events), min(ends, key=lambda s: last[s][0]))
     return res
 
 
@@ -449,18 +454,19 @@ def _explain(res: Validation, e: ObservedEvent, index: int, done: dict, succ: di
         res.failed["why"] = "the action is enabled with that observation, but the state after it differs from the logged one"
 
 
-def _path(layers: list[dict], k: int, s: Any) -> list[Step]:
-    """The model path recorded for state ``s`` of closure ``k``, from an initial state."""
+def _path(layers: list[dict], k: int, s: Any) -> tuple[list[Step], Any]:
+    """The model path recorded for state ``s`` of closure ``k``, from an initial state, and that
+    initial state."""
     steps: list[Step] = []
     while True:
         d, ps, pk, a, o = layers[k][s]
         if ps is None:
             break
         if a is not None:
-            steps.append(Step(a, o, None if pk == k else k))
+            steps.append(Step(a, o, None if pk == k else k, before=ps, after=s))
         s, k = ps, pk
     steps.reverse()
-    return steps
+    return steps, s
 
 
 def validate_file(model_name: str, path: str, *, config_name: str | None = None, level: str | None = None,

@@ -13,51 +13,88 @@ from __future__ import annotations
 import json
 from collections import Counter, defaultdict
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
+from conq.conformance.ordered_consumption.upstream.coverage import campaign_coverage
 from conq.conformance.ordered_consumption.upstream.runner import CLIENT, CLIENT_VERSION, run
 from conq.conformance.ordered_consumption.upstream.workloads import Workload
 
-__all__ = ["run_campaign"]
+__all__ = ["aggregate", "run_campaign", "seed_record", "write_report"]
+
+
+def seed_record(r: Any) -> dict:
+    """What a campaign keeps of one run (``runner.RunResult``), as JSON values: its summary, the
+    injected faults by ``rpc:kind``, its number of trace events and, for an accepted model-sized log,
+    the coverage keys of the validation path (``coverage.path_keys``; moved out of ``validation``)."""
+    s = r.summary()
+    validation = dict(s["validation"] or {})
+    keys = validation.pop("coverage", None)
+    return {**s, "validation": validation or None,
+            "faults": {f"{rpc}:{kind}": n for (rpc, kind), n in sorted(r.fault_answers.items()) if kind != "ok"},
+            "events": len(r.recorder.events()), "coverage": keys}
+
+
+def aggregate(w: Workload, records: list[dict]) -> dict:
+    """The campaign's report from its per-seed records (``seed_record``), in seed order whatever
+    order they came in (a Spark job's tasks end in any order)."""
+    records = sorted(records, key=lambda x: x["seed"])
+    rpcs: Counter = Counter()
+    faults: Counter = Counter()
+    by_claim: dict = defaultdict(list)
+    notes = []
+    for rec in records:
+        rpcs.update(rec["rpcs"])
+        faults.update(rec["faults"])
+        for d in rec["divergences"]:
+            by_claim[d["claim"]].append({"seed": rec["seed"], "detail": d["detail"], "evidence": d["evidence"],
+                                         "classification": d["classification"],
+                                         "trace": rec["trace"], "events": rec["events"]})
+        notes += [f"seed {rec['seed']}: {n}" for n in rec["notes"]]
+    ms = w.model_size
+    coverage = campaign_coverage(records, ms.config_name if ms else None, ms.overrides if ms else None)
+    by_class: Counter = Counter()
+    for xs in by_claim.values():
+        by_class[xs[0]["classification"]] += 1
+    return {
+        "client": f"{CLIENT}=={CLIENT_VERSION}", "workload": w.name, "seeds": [r["seed"] for r in records],
+        "runs": len(records), "incomplete": [r["seed"] for r in records if not r["end"].split("+")[0] in _ENDED],
+        "rpc_total": sum(rpcs.values()), "rpcs": dict(sorted(rpcs.items())),
+        "faults_total": sum(faults.values()), "faults": dict(sorted(faults.items())),
+        "listener_calls": sum(r["listener_calls"] for r in records),
+        "validation": dict(Counter((r["validation"] or {}).get("status", "none") for r in records)),
+        "divergences": {claim: {"seeds": sorted({x["seed"] for x in xs}),
+                                "smallest": min(xs, key=lambda x: (x["events"], x["seed"]))}
+                        for claim, xs in sorted(by_claim.items())},
+        "divergences_by_classification": dict(sorted(by_class.items())),
+        "coverage": coverage,
+        "notes": notes, "per_seed": [{k: v for k, v in r.items() if k != "coverage"} for r in records],
+    }
+
+
+#: how a run ends with a verdict (else it hit its safety cap or failed: ``incomplete``)
+_ENDED = ("settled", "stall", "worker-exited")
+
+
+def write_report(out: str | Path, report: dict) -> None:
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "summary.json").write_text(json.dumps(report, indent=1, sort_keys=True, default=str) + "\n")
+    (out / "report.md").write_text(_markdown(report))
 
 
 def run_campaign(w: Workload, seeds: list[int], out: str | Path, *, cap: float = 120.0,
                  progress: Callable[[str], None] | None = None) -> dict:
     out = Path(out)
-    rows = []
-    rpcs: Counter = Counter()
-    faults: Counter = Counter()
-    by_claim: dict = defaultdict(list)
-    notes = []
+    records = []
     for seed in seeds:
         r = run(w, seed, out=out / "traces", cap=cap)
-        s = r.summary()
-        rows.append(s)
-        rpcs.update(r.rpc_counts)
-        faults.update({f"{rpc}:{kind}": n for (rpc, kind), n in r.fault_answers.items() if kind != "ok"})
-        for d in r.divergences:
-            by_claim[d.claim].append({"seed": seed, "detail": d.detail, "evidence": d.evidence,
-                                      "classification": d.classification,
-                                      "trace": r.trace_path, "events": len(r.recorder.events())})
-        notes += [f"seed {seed}: {n}" for n in r.notes]
+        rec = seed_record(r)
+        records.append(rec)
         if progress:
-            progress(f"seed {seed}: {s['end']}, {s['rpc_total']} RPCs, {s['faults_injected']} faults, "
-                     f"{len(r.divergences)} divergence(s)")
-    report = {
-        "client": f"{CLIENT}=={CLIENT_VERSION}", "workload": w.name, "seeds": seeds,
-        "runs": len(rows), "incomplete": [r["seed"] for r in rows if r["end"].startswith("incomplete")],
-        "rpc_total": sum(rpcs.values()), "rpcs": dict(sorted(rpcs.items())),
-        "faults_total": sum(faults.values()), "faults": dict(sorted(faults.items())),
-        "listener_calls": sum(r["listener_calls"] for r in rows),
-        "validation": dict(Counter((r["validation"] or {}).get("status", "none") for r in rows)),
-        "divergences": {claim: {"seeds": sorted({x["seed"] for x in xs}),
-                                "smallest": min(xs, key=lambda x: x["events"])}
-                        for claim, xs in sorted(by_claim.items())},
-        "notes": notes, "per_seed": rows,
-    }
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "summary.json").write_text(json.dumps(report, indent=1, sort_keys=True, default=str) + "\n")
-    (out / "report.md").write_text(_markdown(report))
+            progress(f"seed {seed}: {rec['end']}, {rec['rpc_total']} RPCs, {rec['faults_injected']} faults, "
+                     f"{len(rec['divergences'])} divergence(s)")
+    report = aggregate(w, records)
+    write_report(out, report)
     return report
 
 
@@ -67,15 +104,46 @@ def _markdown(rep: dict) -> str:
              f"{rep['faults_total']} injected faults, {rep['listener_calls']} listener calls; incomplete runs: "
              f"{rep['incomplete'] or 'none'}; `conq validate` of the observed logs: {rep['validation']}.", "",
              "| RPC | calls |", "|---|---|"]
+    if rep.get("spark"):
+        sp = rep["spark"]
+        lines[2:2] = [f"On Spark `{sp['master']}`: {sp['tasks']} tasks, job {sp['job_seconds']} s, {sp['seconds']} s in all; "
+                      f"Parquet tables {', '.join(f'`{t}/`' for t in sp['tables'])}.", ""]
     lines += [f"| {k} | {v} |" for k, v in rep["rpcs"].items()]
     lines += ["", "## Divergences", ""]
     if not rep["divergences"]:
-        lines.append("None.")
+        lines += ["None.", ""]
+    else:
+        lines += ["Claims diverging, by classification: "
+                  + "; ".join(f"{c}: {n}" for c, n in rep["divergences_by_classification"].items()), ""]
     for claim, d in rep["divergences"].items():
         s = d["smallest"]
         lines += [f"### `{claim}`", "", f"{s['classification']}; seeds: {d['seeds']}", "",
                   f"smallest: seed {s['seed']}, {s['events']} events (`{s['trace']}`), steps {s['evidence']}: "
                   f"{s['detail']}", ""]
+    lines += _coverage_lines(rep.get("coverage"))
     if rep["notes"]:
         lines += ["## Notes", ""] + [f"- {n}" for n in rep["notes"]]
     return "\n".join(lines) + "\n"
+
+
+def _coverage_lines(cov: dict | None) -> list[str]:
+    lines = ["## Model coverage", ""]
+    if cov is None:
+        return lines + ["Not model-sized: the runs are held to the runner's claims only, no model path.", ""]
+    st, tr = cov["states"], cov["transitions"]
+    graph = "" if cov["graph_complete"] else " (the explorer's bound cut the graph: no coverage truth)"
+    lines += [f"The validation paths of {cov['accepted_logs']} accepted logs (of {cov['logs']} runs) against the "
+              f"explored call-level graph of `{cov['config']}`"
+              + (f" with {json.dumps(cov['overrides'], sort_keys=True)}" if cov["overrides"] else "") + f"{graph}: "
+              f"{st['covered']} / {st['total']} states, {tr['covered']} / {tr['total']} transitions "
+              f"(keys outside the graph: {cov['outside_graph']['states']} states, "
+              f"{cov['outside_graph']['transitions']} transitions).", "",
+              "| action | transitions covered | of | |", "|---|---|---|---|"]
+    for a, row in cov["by_action"].items():
+        pct = f"{100 * row['covered'] / row['total']:.1f}%" if row["total"] else ""
+        lines.append(f"| `{a}` | {row['covered']} | {row['total']} | {pct} |")
+    lines += ["", "| kind (action and answer) | transitions covered | of |", "|---|---|---|"]
+    lines += [f"| `{a}` | {row['covered']} | {row['total']} |" for a, row in cov["by_kind"].items()]
+    lines += ["", f"Actions never taken: {', '.join(f'`{a}`' for a in cov['uncovered_actions']) or 'none'}; "
+              f"kinds never taken: {', '.join(f'`{a}`' for a in cov['uncovered_kinds']) or 'none'}.", ""]
+    return lines

@@ -136,6 +136,12 @@ def validate_run(events: list[dict], model_size: Any, path: str | Path) -> dict:
     out = {"status": v.verdict, "log": str(path), "config": model_size.config_name, "overrides": overrides,
            "events": v.events, "accepted": v.accepted, "failed": v.failed, "allowed": v.allowed[:10],
            "witness": [s.to_json() for s in v.path] if v.verdict == "accepted" else None}
+    if v.verdict == "accepted":
+        # the model states and transitions the witness visits (hidden steps included): the run's
+        # coverage of the configuration's graph (``coverage.py``)
+        from conq.conformance.ordered_consumption.upstream.coverage import path_keys
+
+        out["coverage"] = path_keys(v.path, v.start)
     if v.verdict == "rejected":
         # the upstream choices the seed leaves open, each a variant of the model: the first that
         # accepts the log names the divergence (the log under the variant is kept beside it)

@@ -1,0 +1,131 @@
+"""The upstream campaign on Spark (``conq upstream rocketmq-python --spark``; issue 19).
+
+Two seeds of a model-sized workload (``model-push-fifo-dlq``: the seed's FIFO consumer, one message
+always failing and dead-lettered) on Spark ``local[2]``, on loopback, in one task (both seeds in one
+partition), against the local campaign of the same seeds: the same verdicts and the same coverage,
+whatever the partitioning.  Seconds are only the runner's safety cap (a run that hits it is
+``incomplete`` and fails the test).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("rocketmq")
+pytest.importorskip("pyspark")
+
+from conq.conformance.ordered_consumption.upstream.campaign import run_campaign  # noqa: E402
+from conq.conformance.ordered_consumption.upstream.spark_campaign import run_spark_campaign  # noqa: E402
+from conq.conformance.ordered_consumption.upstream.workloads import WORKLOADS  # noqa: E402
+from conq.conformance.spark_replay import ReplayError, java_problem  # noqa: E402
+
+CAP = 120.0  # seconds, safety cap per run only
+SEEDS = [0, 1]
+
+
+def _descendants(pid: int) -> set[int]:
+    out: set[int] = set()
+    todo = [pid]
+    while todo:
+        p = todo.pop()
+        for task in Path(f"/proc/{p}/task").glob("*"):
+            try:
+                kids = {int(x) for x in (task / "children").read_text().split()}
+            except OSError:
+                continue
+            todo += list(kids - out)
+            out |= kids
+    return out
+
+
+def _spark_jvm() -> int | None:
+    from pyspark import SparkContext
+
+    proc = getattr(SparkContext._gateway, "proc", None)
+    return proc.pid if proc is not None and proc.poll() is None else None
+
+
+@pytest.fixture(autouse=True)
+def no_leftovers():
+    """This module's version of the conftest's check: the Spark gateway JVM (and py4j's threads that
+    serve it) stay for the life of this process by design -- ``spark_session`` reuses them
+    (conformance/spark_replay.py) -- so they are allowed; any other process under this one (a
+    Python worker, a client worker of a run) or thread left after the Spark job fails the test.
+    The time bound is a safety cap for processes that are finishing; it fails loudly."""
+    threads = set(threading.enumerate())
+    before = _descendants(os.getpid())
+    yield
+    deadline = time.monotonic() + 30.0
+    while True:
+        jvm = _spark_jvm()
+        left = _descendants(os.getpid()) - before - {jvm}
+        stray = [t for t in threading.enumerate() if t not in threads and t.is_alive()
+                 and not type(t).__module__.startswith("py4j")]
+        if not (left or stray) or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    assert not stray, f"threads left running: {[t.name for t in stray]}"
+    assert not left, f"processes left: {[(p, _cmdline(p)) for p in sorted(left)]} (the Spark JVM: {jvm})"
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()[:200]
+    except OSError:
+        return "?"
+
+
+def _verdicts(rep):
+    return [(r["seed"], r["end"], sorted(d["claim"] for d in r["divergences"]), (r["validation"] or {}).get("status"),
+             (r["validation"] or {}).get("accepted"), r["listener_calls"]) for r in rep["per_seed"]]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(java_problem() is not None, reason="Spark needs Java 17+")
+def test_spark_campaign_matches_the_local_one(tmp_path):
+    import pyarrow.parquet as pq
+
+    w = WORKLOADS["model-push-fifo-dlq"]
+    out = tmp_path / "spark"
+    rep = run_spark_campaign(w, SEEDS, out, master="local[2]", partitions=1, cap=CAP, say=lambda s: None)
+    local = run_campaign(w, SEEDS, tmp_path / "local", cap=CAP)
+    assert rep["incomplete"] == [] and local["incomplete"] == []
+    assert _verdicts(rep) == _verdicts(local)
+    assert [r["seed"] for r in rep["per_seed"]] == SEEDS
+    assert rep["coverage"] == local["coverage"]
+    assert {k: v for k, v in rep.items() if k not in ("per_seed", "spark")} == \
+        {k: v for k, v in local.items() if k not in ("per_seed",)}
+    cov = rep["coverage"]
+    for part in ("states", "transitions"):
+        assert 0 < cov[part]["covered"] <= cov[part]["total"]
+    assert cov["accepted_logs"] == 2 and cov["outside_graph"] == {"states": 0, "transitions": 0}
+    # the output folder: Parquet tables, traces, the report, the marker of conq's output
+    runs = pq.read_table(out / "runs").to_pylist()
+    assert sorted(r["seed"] for r in runs) == SEEDS and {r["validation"] for r in runs} == {"accepted"}
+    assert all((out / "traces" / f"model-push-fifo-dlq-seed{s}.observed.ndjson").is_file() for s in SEEDS)
+    assert all(json.loads(r["record"])["trace"] == str(out / "traces" / f"model-push-fifo-dlq-seed{r['seed']}.ndjson")
+               for r in runs)
+    assert pq.read_table(out / "divergences").num_rows == 0
+    table = pq.read_table(out / "coverage").to_pylist()
+    covered = [r for r in table if r["seeds"] and r["in_graph"]]
+    assert sum(1 for r in covered if r["kind"] == "state") == cov["states"]["covered"]
+    assert sum(1 for r in covered if r["kind"] == "transition") == cov["transitions"]["covered"]
+    assert sum(1 for r in table if r["kind"] == "transition") == cov["transitions"]["total"]
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["coverage"] == cov and "## Model coverage" in (out / "report.md").read_text()
+    assert (out / ".conq-output.json").is_file() and not list(tmp_path.glob("spark.partial-*"))
+
+
+def test_refuses_an_output_folder_it_did_not_write_before_any_work(tmp_path):
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "notes.txt").write_text("not conq's")
+    with pytest.raises(ReplayError, match="refusing to write there"):
+        run_spark_campaign(WORKLOADS["model-push-fifo"], SEEDS, out, master="local[2]", say=lambda s: None)
+    assert sorted(p.name for p in out.iterdir()) == ["notes.txt"] and list(tmp_path.iterdir()) == [out]
