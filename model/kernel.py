@@ -381,6 +381,20 @@ class Model(Generic[S]):
         """Representative of the state's symmetry class (identity: no reduction)."""
         return state
 
+    def orbit(self, state: S) -> Iterable[S]:
+        """Every state of ``state``'s symmetry class, itself included: the states :meth:`canonical`
+        maps to one representative (identity: the state alone).  A model that overrides
+        :meth:`canonical` overrides this too; the soundness tests and, for :attr:`orbit_properties`,
+        the engines use it."""
+        return (state,)
+
+    #: names of state properties (invariants, their witnesses, ``sometimes``) that are *not*
+    #: invariant under the renamings of :meth:`canonical` (a witness that reads an order of
+    #: indices, say).  With symmetry reduction the engines evaluate them on every member of the
+    #: representative's :meth:`orbit` (an invariant holds on all, a witness fires on one), and a
+    #: witness's path is rebuilt to end at the member that fired (results._concretise).
+    orbit_properties: frozenset[str] = frozenset()
+
     def actors(self, action: Action, observation: Observation) -> tuple[str, str]:
         """Who does a step to whom: the arrows of a counterexample's sequence diagram."""
         return ("driver", self.name)

@@ -819,6 +819,105 @@ class OrderedConsumptionModel(Model):
             return None
         return action
 
+    # ============================================================== symmetry (issue 18)
+    def _symmetries(self) -> tuple[tuple, tuple]:
+        """The renamings under which this configuration's model and properties are invariant, as
+        ``(push, simple)``: each a tuple of ``(sigma, pi)``, sigma a renaming of the message queues
+        and pi the renaming of the messages it carries (``pi[m]``: m's new index).
+
+        What names a part, field by field: a message is named by its index in the message records
+        (push and simple), in the simple consumer's call records and in observations; a queue by
+        the process-queue records (push), ``msg_queue`` and the simple consumer's round-robin
+        pointer.  So a queue renaming sigma is a symmetry only if it carries every queue's
+        messages, in offset order, onto messages of the same body sizes (``msg_queue``,
+        ``msg_size``: the cache thresholds count bytes); the messages' renaming pi follows.  The
+        push consumer is invariant under every such sigma (its thresholds depend on how many
+        process queues are assigned, not which).  The simple consumer asks the queues round-robin
+        (``rr + 1 mod queues``), so only the rotations among them.  The producer has no
+        interchangeable part: a normal message's candidates start at queue 0 in a fixed cyclic
+        order (seed 001 Producer step 7) and the initial states name every acceptance mask, so
+        renaming queues changes what it does; its states are never renamed.
+
+        The simple consumer's application threads are interchangeable too (a call record names
+        no thread; ``_s_busy`` looks at all of them): :meth:`canonical` sorts them."""
+        found = getattr(self, "_sym", None)
+        if found is None:
+            import itertools
+
+            c = self.config
+            # a queue's messages in offset order, and their sizes: what sigma must carry onto each other
+            shape = [tuple(c.msg_size[m] for m in self.by_queue[q]) for q in range(c.queues)]
+            ident = tuple(range(c.queues))
+            push, simple = [], []
+            for sigma in itertools.permutations(range(c.queues)):
+                if sigma == ident or any(shape[q] != shape[sigma[q]] for q in range(c.queues)):
+                    continue
+                pi = [0] * self.n_msgs
+                for q in range(c.queues):
+                    for m, m2 in zip(self.by_queue[q], self.by_queue[sigma[q]]):
+                        pi[m] = m2
+                push.append((sigma, tuple(pi)))
+                if all(sigma[q] == (sigma[0] + q) % c.queues for q in range(c.queues)):
+                    simple.append((sigma, tuple(pi)))
+            found = self._sym = (tuple(push), tuple(simple))
+        return found
+
+    def permute(self, s, sigma, pi):
+        """``s`` with queue q renamed ``sigma[q]`` and message m renamed ``pi[m]`` in every field that
+        names one (see :meth:`_symmetries`); the producer's states are returned as they are."""
+        role = s[0]
+        if role == PRODUCER:
+            return s
+        msgs = [None] * self.n_msgs
+        for m, r in enumerate(s[1]):
+            msgs[pi[m]] = r
+        if role == SIMPLE:
+            calls = tuple(sorted((op, pi[m] if m >= 0 else m, reqs) for op, m, reqs in s[3]))
+            return (SIMPLE, tuple(msgs), sigma[s[2]], calls)
+        pqs = [None] * len(s[2])
+        for q, pq in enumerate(s[2]):
+            pqs[sigma[q]] = pq
+        return (role, tuple(msgs), tuple(pqs))
+
+    def orbit(self, s):
+        """Every renaming of ``s`` (itself included): the class :meth:`canonical` picks the least of."""
+        import itertools
+
+        role = s[0]
+        if role == PRODUCER:
+            return [s]
+        push, simple = self._symmetries()
+        ident = (tuple(range(self.config.queues)), tuple(range(self.n_msgs)))
+        out = []
+        for sigma, pi in (ident,) + (simple if role == SIMPLE else push):
+            t = self.permute(s, sigma, pi) if (sigma, pi) != ident else s
+            if role == SIMPLE:  # and every order of the threads' call records
+                out.extend((SIMPLE, t[1], t[2], calls) for calls in dict.fromkeys(itertools.permutations(t[3])))
+            else:
+                out.append(t)
+        return list(dict.fromkeys(out))
+
+    def canonical(self, s):
+        """The least of ``s``'s renamings (queues with their messages, and the simple consumer's
+        threads): one representative per class."""
+        role = s[0]
+        if role == PRODUCER:
+            return s
+        push, simple = self._symmetries()
+        if role == SIMPLE:
+            best = (SIMPLE, s[1], s[2], tuple(sorted(s[3])))
+            for sigma, pi in simple:
+                t = self.permute(s, sigma, pi)
+                if t < best:
+                    best = t
+            return best
+        best = s
+        for sigma, pi in push:
+            t = self.permute(s, sigma, pi)
+            if t < best:
+                best = t
+        return best
+
     # ============================================================== properties
     def properties(self):
         return build_properties(self)
