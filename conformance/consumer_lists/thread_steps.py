@@ -35,11 +35,11 @@ credit grants, suspensions, releases or removals) and the credit never runs out 
 halves on the *client's* thread (``QueueConsumer._update_desired_locked``) while the model gives them
 to the consumer's IO thread, and the second half's scheduling point (``desired.queue``) is reached
 holding the consumer's lock; mapping those is left open (see ``UNSUPPORTED``).  The other actors
-(expiry, reject, groups) are off.  Findings of this level keep two configurations out of
-``THREAD_CONFIGS`` (see ``FINDINGS``): with two acquiring consumers, on a lost acquire the reference
-looks again (``Queue._attempt_delivery`` loops to ``pull.find``) while the model ends the pull
-(``acquire`` -> ``no_message``); with a browser, a late publisher notification wakes a browser that
-has already seen the message.
+(expiry, reject, groups) are off.  Two acquirers of one priority and an acquirer with a browser are
+in scope since the two findings of the first version were settled (``FINDINGS``, now empty;
+spec/consumer-lists.md "Thread level"): a pull that loses the acquire race ends (``acquire`` false,
+then ``no_message``), as upstream's ``AbstractQueue.attemptDelivery``; a publisher's late
+notification does not wake a browser that already browsed the entry (upstream does).
 
 The port side, :class:`ThreadStepsDriver`, runs the reference queue under a deterministic
 scheduler (``conq.impl.scheduling``) whose choice is the checker's: a step hands the baton to the
@@ -69,23 +69,23 @@ def thread_overrides(messages: int) -> dict[str, Any]:
 #: model steps the thread level does not offer yet (module docstring, "Scope")
 UNSUPPORTED = frozenset({"target_flag", "set_notify_work_desired", "delete_entry", "delayed_acquisition", "reject",
                          "reset_sub_pointers_for_groups", "remove_consumer", "credit", "suspend", "resume", "release"})
-#: the named configurations the thread level runs on: one acquiring consumer (see "A finding")
+#: the named configurations the thread level runs on (checked in CI: tests/conformance/consumer_lists)
 THREAD_CONFIGS: dict[str, dict[str, Any]] = {
     "one-acquirer": {"consumers": ((1, True),), "messages": 2},
     "held": {"consumers": ((1, True),), "messages": 2, "held": True},
     "dynamic": {"consumers": ((1, True),), "messages": 2, "preadded": False},
-}
-#: configurations on which the reference diverges at thread level (findings, left for the lead:
-#: ``conq conformance consumer-lists --level thread --config NAME`` shows the trace).  With a
-#: browser: a publisher whose ``notifyConsumers`` for message j runs *after* the browser already
-#: browsed j (its pull ran between the enqueue and the notification) notifies the browser in the
-#: reference, while the model notifies only a browser that has not seen j (``_notify_consumers``):
-#: a spurious wake-up the call level cannot show (enqueue and its notification are one call there).
-FINDINGS: dict[str, dict[str, Any]] = {
-    "acquirer-and-browser": {"consumers": ((2, True), (1, False)), "messages": 2},
-    # two acquiring consumers of equal priority: the lost acquire (module docstring)
+    # two acquirers of equal priority race for the same entry: the loser's pull ends (``acquire``
+    # false -> ``no_message``), as upstream's AbstractQueue.attemptDelivery (was finding 1)
     "same-priority": {"consumers": ((1, True), (1, True)), "messages": 2},
+    # a browser whose pull ran between an enqueue and its notification is not woken for the entry
+    # it already browsed (was finding 2; spec/consumer-lists.md "Thread level")
+    "acquirer-and-browser": {"consumers": ((2, True), (1, False)), "messages": 2},
 }
+#: configurations on which the reference diverges at thread level, left for the lead (``conq
+#: conformance consumer-lists --level thread --config NAME`` shows the trace).  Empty: both findings
+#: of the first version were settled (spec/consumer-lists.md "Thread level": a lost acquire ends the
+#: pull, as upstream; a browser is not notified of an entry it already browsed, unlike upstream)
+FINDINGS: dict[str, dict[str, Any]] = {}
 IO_STEPS = frozenset({"deliver_single_message", "find_next_available", "acquire", "deliver", "no_message"})
 
 
@@ -548,13 +548,17 @@ _STEP_MEANING = {
     "find_next_available": "`getNextAvailableEntry`, the priority check, the credit allocation: result true when it "
                            "found an entry it may take (next step: `acquire`), false (next: `no_message`)",
     "acquire": "the entry's acquire (a compare-and-set) with the credit taken: result true when it succeeded (next: "
-               "`deliver`), false (next: `no_message`)",
+               "`deliver`), false when another consumer acquired the entry since the find (next: `no_message`: the "
+               "pull ends, it does not look again); a browser takes a reference, not the entry: true while the "
+               "entry exists, even if an acquirer took it since the find",
     "deliver": "the send: back to NOTIFIED and the pull ends (the IO thread pulls again: pull until empty); result the "
                "message delivered",
     "no_message": "nothing delivered: one other interested consumer is notified while messages are available; the pull "
                   "ends",
-    "notify_consumers": "the publisher's `notifyConsumers` for the message (browsers that have not seen it, then the "
-                        "Interested lists in priority order, stopping at the first acquiring consumer notified)",
+    "notify_consumers": "the publisher's `notifyConsumers` for the message, only while it is still available: the "
+                        "browsers that have not browsed it yet (one that browsed it between the enqueue and this step "
+                        "is not woken), then the Interested lists in priority order, stopping at the first acquiring "
+                        "consumer notified",
 }
 
 
@@ -598,7 +602,7 @@ def reference_section(cap: int = 20_000) -> list[str]:
         out.append(f"| {req} | {label} | {seen_results} | {meaning} |")
     out += ["", ("A thread with no step now (an IO thread neither scheduled nor pulling, a message whose publisher owes "
             "nothing) answers error 13. The configurations the thread level runs on (environment budget 0, credit "
-            "that never runs out: no `setNotifyWorkDesired` runs; at most one acquiring consumer, no browser, for the "
-            "reasons in conformance/consumer_lists/thread_steps.py), as `init` sends them:"), "", "```"]
+            "that never runs out: no `setNotifyWorkDesired` runs; see conformance/consumer_lists/thread_steps.py), as "
+            "`init` sends them:"), "", "```"]
     out += configs + ["```", ""]
     return out

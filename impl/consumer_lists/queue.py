@@ -1202,9 +1202,21 @@ class Queue:
         rejected the entry and goes on past one that has nothing it may take, stopping at the first
         consumer notified or held back from the entry by a higher priority (the model's
         ``_notify_consumers``)."""
-        if browsers:
-            for b in self.qcm.non_acquiring_consumers():
-                self._notify_consumer(b)
+        if browsers and self._browsers:
+            # Only a browser that has not seen the entry, and only while it is available (the
+            # model's ``_notify_consumers``; the reference's release rule, ``_release_locked``).
+            # Upstream (AbstractQueue.notifyConsumers) wakes every browser whose ``hasInterest``
+            # holds, and ``QueueConsumerImpl.hasInterest`` does not ask whether the browser already
+            # browsed the entry: a browser whose pull ran between the enqueue and this notification
+            # is woken for nothing (a spurious wake-up, found at thread level, issue 17;
+            # spec/consumer-lists.md "Thread level").  Not copied.
+            with self._lock:
+                unseen = [b for b in self._browsers.values()
+                          if entry.state is _AVAILABLE
+                          and (entry.id in b._reoffer or entry.id > b._last_seen.id)]  # type: ignore[union-attr]
+            for b in unseen:
+                if b.state is NodeState.NON_ACQUIRING:
+                    self._notify_consumer(b)
         if self._excl:
             for c in self.qcm.interested():
                 if entry.state is not _AVAILABLE:
@@ -1325,39 +1337,43 @@ class Queue:
     def _attempt_delivery(self, c: QueueConsumer) -> MessageEntry | None:
         det = self._det
         groups = self.group_policy is not None
-        while True:
-            if det:
-                self._point("pull.find", c.id)
-            with self._lock:
-                entry = self._next_for_locked(c)
-            if entry is None:
-                return None
-            if c.priority != DEFAULT_PRIORITY and not self._no_higher(c, entry):
-                return None  # strict priority: a higher-priority consumer wants work
-            if not c._allocate_credit():
-                return None  # no credit: wait for add_credit (which turns desired back on)
-            if det:
-                self._point("pull.acquire", c.id)
-            with self._lock:
-                # ``closed`` re-read under the lock: no acquisition after remove_consumer's release;
-                # with groups this section is also the group manager's ``acceptMessage``
-                acquired = entry.state is _AVAILABLE and not c.closed
-                if acquired and groups and entry.group is not None:
-                    acquired = self._accept_locked(c, entry)
-                if acquired:
-                    entry.state = _ACQUIRED
-                    entry.owner = c.id
-                    entry.sent = False
-                    self._available -= 1
-                    if entry.group is not None:
-                        self._group_avail[entry.group] -= 1
-                    c._acquired.add(entry.id)
+        if det:
+            self._point("pull.find", c.id)
+        with self._lock:
+            entry = self._next_for_locked(c)
+        if entry is None:
+            return None
+        if c.priority != DEFAULT_PRIORITY and not self._no_higher(c, entry):
+            return None  # strict priority: a higher-priority consumer wants work
+        if not c._allocate_credit():
+            return None  # no credit: wait for add_credit (which turns desired back on)
+        if det:
+            self._point("pull.acquire", c.id)
+        with self._lock:
+            # ``closed`` re-read under the lock: no acquisition after remove_consumer's release;
+            # with groups this section is also the group manager's ``acceptMessage``
+            acquired = entry.state is _AVAILABLE and not c.closed
+            if acquired and groups and entry.group is not None:
+                acquired = self._accept_locked(c, entry)
             if acquired:
-                c._settle_credit()
-                return entry
-            c._restore_credit()  # lost the race for it: someone else made progress; look again
-            if c.closed or not c.desired:
-                return None
+                entry.state = _ACQUIRED
+                entry.owner = c.id
+                entry.sent = False
+                self._available -= 1
+                if entry.group is not None:
+                    self._group_avail[entry.group] -= 1
+                c._acquired.add(entry.id)
+        if acquired:
+            c._settle_credit()
+            return entry
+        # Lost the race for it (another consumer acquired it first): the credit goes back and the
+        # pull ends with nothing, as upstream's AbstractQueue.attemptDelivery (restoreCredit, then
+        # NO_MESSAGES; deliverSingleMessage then notifies one *other* consumer while messages
+        # remain).  The reference used to look again here; the model ends the pull (``acquire`` ->
+        # ``no_message``) and proves no wake-up is lost that way: the winner is between its
+        # un-notify and its delivery, so it pulls again (spec/consumer-lists.md "Thread level").
+        c._restore_credit()
+        return None
 
     def _accept_locked(self, c: QueueConsumer, entry: MessageEntry) -> bool:
         """``MessageGroupManager.acceptMessage`` for an available entry of a group, under the

@@ -152,9 +152,17 @@ def test_delete_notifies_one_interested_consumer_reference_and_nobody_upstream()
             logged.extend(q.notifications)
 
         sched.hooks["pull.acquire"] = delete_between_find_and_acquire
-        assert q.deliver_single_message(c0) == m2  # the loser looks again
+        # the loser's pull ends with nothing (upstream AbstractQueue.attemptDelivery: restoreCredit,
+        # NO_MESSAGES; it does not look again), and c1 is still held back by c0
+        assert q.deliver_single_message(c0) is None
         assert logged == (["c0"] if notifies else [])
         assert q.consumer("c1").state is NodeState.INTERESTED
+        sched.hooks.clear()
+        if notifies:  # the delete's notification is c0's wake-up: its next pull takes m2
+            assert q.consumer("c0").state is NodeState.NOTIFIED
+            assert q.deliver_single_message(c0) == m2
+        else:  # upstream: nobody is told, m2 waits with c0 Interested (DEV-016's lost wake-up)
+            assert q.consumer("c0").state is NodeState.INTERESTED and q.available_count == 1
 
 
 # -- expiry ----------------------------------------------------------------------------------------
@@ -280,7 +288,10 @@ def test_group_is_not_given_with_a_failed_acquire_nor_to_a_removed_consumer():
     a, b = q.add_consumer("a"), q.add_consumer("b")
     m1, m2 = q.enqueue(group=0), q.enqueue(group=0)
     sched.hooks["pull.acquire"] = lambda: q.delete_entry(m1)  # a found m1, the delete takes it
-    assert q.deliver_single_message(a) == m2  # a looks again and takes m2 of the free group
+    # a lost m1: its pull ends (it does not look again) and the group was not given to it (DEV-018)
+    assert q.deliver_single_message(a) is None
+    assert q.snapshot()["groups"] == {"0": None}
+    assert q.deliver_single_message(a) == m2  # its next pull (the delete notified it) takes m2
     assert q.snapshot()["groups"] == {"0": "a"}
     q.settle(m2, a)
     assert q.snapshot()["groups"] == {"0": None}

@@ -680,7 +680,10 @@ class ThreadedQueue extends Queue {
 
   _ioAcquire(c) {
     const e = c.found;
-    if (e.state === 'available' && (!c.acquires || this.accept(c, e))) {
+    // a browser takes a reference, not the entry: it succeeds while the entry exists, even if an
+    // acquirer took it since the find (the reference's `acquire` row; GAPS.md entry 11)
+    const ok = c.acquires ? e.state === 'available' && this.accept(c, e) : e.state !== 'deleted';
+    if (ok) {
       if (!c.acquires) c.seen.add(e.id);
       c.credit -= 1;
       c.pc = 'deliver';
