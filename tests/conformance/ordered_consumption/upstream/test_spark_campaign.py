@@ -64,14 +64,25 @@ def no_leftovers():
     deadline = time.monotonic() + 30.0
     while True:
         jvm = _spark_jvm()
-        left = _descendants(os.getpid()) - before - {jvm}
+        # a zombie whose parent is the JVM is the JVM's own (spark-class's launcher, never reaped by
+        # java after the exec): not a process of the campaign
+        left = {p for p in _descendants(os.getpid()) - before - {jvm} if _stat(p) != ("Z", jvm)}
         stray = [t for t in threading.enumerate() if t not in threads and t.is_alive()
                  and not type(t).__module__.startswith("py4j")]
         if not (left or stray) or time.monotonic() > deadline:
             break
         time.sleep(0.05)
     assert not stray, f"threads left running: {[t.name for t in stray]}"
-    assert not left, f"processes left: {[(p, _cmdline(p)) for p in sorted(left)]} (the Spark JVM: {jvm})"
+    assert not left, f"processes left: {[(p, _stat(p), _cmdline(p)) for p in sorted(left)]} (the Spark JVM: {jvm})"
+
+
+def _stat(pid: int) -> tuple[str, int] | None:
+    """(state, parent pid) of a process, None once it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return fields[0], int(fields[1])
 
 
 def _cmdline(pid: int) -> str:
