@@ -33,7 +33,7 @@ _EXPLORED: dict = {}
 
 
 def explored(entry):
-    key = (entry.config, tuple(sorted(entry.overrides.items())))
+    key = (entry.config, repr(sorted(entry.overrides.items())), entry.symmetry, entry.liveness)
     if key not in _EXPLORED:
         m = load_model(NAME, entry.config, entry.overrides)
         _EXPLORED[key] = explore(m, symmetry=entry.symmetry, liveness=entry.liveness)
@@ -55,7 +55,7 @@ def test_manifest_entry(entry):
 
 def test_reference_is_the_disjoint_union_of_the_roles():
     roles = ["producer", "push-standard", "push-fifo", "simple"]
-    by = {e.config: e for e in ENTRIES}
+    by = {e.config: e for e in ENTRIES if not e.symmetry and not e.overrides}
     assert by["reference"].states == sum(by[r].states for r in roles)
     assert by["reference"].transitions == sum(by[r].transitions for r in roles)
     assert not by["reference"].violated and all(not by[r].violated for r in roles)
