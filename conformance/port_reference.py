@@ -121,9 +121,11 @@ appended to the call's *notified* list (the observation's second element).
   `config.groups`, for an acquiring `c` and a message of a group `g`: `owner(g) == c` or `g` is not
   valid).
 - **no-higher(c, j)**: true when no registered, acquiring consumer `h` of strictly higher priority
-  than `c` has `wants(h)` and a **next(h)** (and, with `config.reject` and a message `j` given, `h`
-  not in `rejected_by(j)`). (Switch `priority_check: false`: always true.)
-- **notify(c)**: for an acquiring `c`: if **next(c)** is none, or **no-higher(c)** is false, or
+  than `c` has `wants(h)` and a **next(h)** and (with `config.reject`) is not in `rejected_by(j)`: a
+  higher consumer that rejected `j` does not hold `j` back from `c`. Every caller passes an entry
+  `j`; which one is said where it is called. (Switch `priority_check: false`: always true.)
+- **notify(c)**: for an acquiring `c`: if **next(c)** is none, or **no-higher(c, next(c))** is
+  false (the priority check at the entry `c` would take, whichever procedure calls **notify**), or
   `node(c)` is not `interested`, it does nothing and fails; else `c` moves `interested -> notified`
   (leaving its Interested list). Then (every browser, and an acquiring `c` that got this far)
   `scheduled(c) := true`, `c` is appended to *notified*, and it succeeds. A browser is always
@@ -132,7 +134,7 @@ appended to the call's *notified* list (the observation's second element).
   node `non-acquiring` that has not seen `j` is notified, in id order; then for each `c` in
   Interested order: if `j` is no longer available, stop; if `c` is in `rejected_by(j)`, skip it; if
   **notify(c)** succeeds, stop (switch `notify_one: false`: go on); else if **no-higher(c, j)** is
-  false, stop.
+  false (here the walk's own `j`, not **next(c)**), stop.
 - **notify-others(c)**: for each `x` in Interested order: if no message is available, stop; if
   `x != c` and **notify(x)** succeeds, stop. (`c` may be none: a delete excludes nobody.)
 - **queue-set-desired(c, d)**: if `d`: move `c` from `not-interested` to `interested` (tail of its
@@ -142,8 +144,9 @@ appended to the call's *notified* list (the observation's second element).
   each `x` in Interested order: if `top` exists and `priority(x) < top`, stop; if **notify(x)**
   succeeds, stop.
 - **set-desired(c)** (the IO thread's setNotifyWorkDesired, run at the end of a call for every
-  registered consumer, in id order, whose `wants` differs from *desired* and that is not in the
-  middle of a pull): `wants(c) := desired`, then **queue-set-desired(c, wants(c))**, and `c` stops
+  registered consumer, in id order, whose `wants` differs from *desired*; `pulling` consumers
+  included: the model's clause "not in the middle of a pull" speaks of its finer thread steps,
+  and at call level every call, a `pull` too, runs to completion first): `wants(c) := desired`, then **queue-set-desired(c, wants(c))**, and `c` stops
   pulling. (Switch `flag_before_queue: false` tells the queue first and writes the flag after: visible
   at call level, see the switches below.)
 - **group-left(j)** (`config.groups` with policy `shared` only; else nothing): if `j` is in
@@ -263,7 +266,7 @@ _CL_CALLS = (
         "`scheduled(c) := false`; if `node(c)` is `notified` it moves to `interested` (tail of its list). "
         "If `wants(c)` is false (suspended or no credit): the pull ends, nothing else (observation "
         "`[null, []]`), `c` stops pulling. Otherwise let `j` = **next(c)**: if `j` exists, and (for an "
-        "acquiring `c`) **no-higher(c)**, and `credit(c) > 0`: message `j` becomes `acquired by c` (a "
+        "acquiring `c`) **no-higher(c, j)** (a higher consumer that rejected `j` does not hold it back), and `credit(c) > 0`: message `j` becomes `acquired by c` (a "
         "browser: `j` joins `seen(c)` and the message is untouched), `credit(c) -= 1`, an acquiring `c` "
         "moves `interested -> notified` *always* after a delivery (whether or not more work is there; "
         "it is not added to *notified* and its `scheduled` is not set), and `c` is `pulling` (switch "
@@ -353,7 +356,9 @@ A port keeps (ids from 0; model producer `p`, queue `q`, callback index `k` into
   queue is served by at most one worker at a time, and at most `config.workers` queues run at once;
 - the **tracker**: per recovery context a pending count, +1 when an event of that context is
   accepted, -1 when its task completes. The contexts: `NONE` (live events, and errors with no
-  recovery) and `p<p>/r<r>` (recovery `r` of producer `p`, `r` from 1);
+  recovery) and `p<p>/r<r>` (recovery `r` of producer `p`, `r` from 1). Event `e = [p, match, kind]`
+  belongs to `NONE` when `kind` is 0 or -1, to `p<p>/r<kind>` when `kind >= 1` and to `p<p>/r<r>` when
+  `kind = -(r+1)`, `r >= 1`;
 - per producer, `rec(p)`: the request id of its stored recovery (0: none yet; at most
   `config.recoveries`);
 - per producer and callback `k`, in the producer's current recovery epoch: `not-sent`, `deferred`
@@ -396,8 +401,9 @@ _RD_CALLS = (
     Call(
         "status", (("p", "producer"), ("k", "index into `config.callbacks`")),
         "callback `k` is `not-sent` in `p`'s current epoch; `rec(p) > 0`, unless "
-        "`config.callbacks_without_recovery`; an up callback with `config.up_after_events` only once every "
-        "event of `p`'s stored recovery has been accepted by the feed thread (not while it waits with one)",
+        "`config.callbacks_without_recovery`; an up callback with `config.up_after_events` and `rec(p) > 0` only "
+        "once every event of `p` in the context `p<p>/r<rec(p)>` (kind `rec(p)` or `-(rec(p)+1)`) has been fed, "
+        "and only while the feed thread is not waiting for room (with any producer's event)",
         "The SDK's `onProducerStatusChange` (or `onProducerUp`) with status `config.callbacks[k]`. A Down is "
         "forwarded to the customer at once and cancels `p`'s deferred callbacks: `\"forwarded\"`. An up "
         "callback is correlated with `p`'s stored context: with no recovery yet (`rec(p) == 0`) it is "
@@ -488,7 +494,10 @@ producer, the push consumer in standard or FIFO mode, or the simple consumer (th
 `producer`, `push_standard`, `push_fifo`, `simple` say which roles a run may drive; the port picks one
 from `seed`, and the snapshot's `role` tells the checker which). Messages `m` (`0..n-1`) are sent
 before the run, in order, to queue `config.msg_queue[m]` with a body of `config.msg_size[m]` bytes (FIFO:
-one message group per queue); process queue `p` is queue `p`. A producer run sends one message, whose
+one message group per queue); process queue `p` is queue `p`. Every message has a delivery count
+`attempt`: 0 before its first delivery, one more at every delivery by the server (a `receive_answer` or
+`simple_receive` answered `ok` that carries it, or `lost`); the listener sees, and the observations and the snapshot's
+`messages[m].attempt` show, the count of the delivery at hand. A producer run sends one message, whose
 type (`normal`, `fifo`, `transactional`), accepting queues and (FIFO) group queue the port picks from
 `seed` among the model's initial states; its route is fetched or already cached.
 
@@ -889,6 +898,17 @@ def render_markdown(model_name: str) -> str:
     out += ["", "Their `config` objects, as `init` sends them:", "", "```"]
     out += [f"{f.config}: {json.dumps(f.config_json, separators=(',', ':'))}" for f in facts]
     out += ["```", ""]
+    default = getattr(conformance_model(model_name), "config_name", None) or "the model's first"
+    out += [f"To run all of them as the suite does (each with its overrides; GAPS.md entry 5 of the Node port): "
+            f"`conq conformance {model_name} --impl stdio:CMD --all-configs`, one verdict per configuration, exit 1 if "
+            "any diverges (`--set KEY=VALUE` goes on top of every configuration's overrides). Without `--all-configs` "
+            f"a run uses one configuration, `--config NAME` (default `{default}`) with its own field values: pass "
+            "the overrides of the table yourself (`--set env_budget=2`) to run it as the suite does.", "",
+            f"`--mode exhaustive` runs every trace of `--length` actions; it needs `--traces` at least their count "
+            "and refuses to start otherwise (exit 2, the message gives the count, per configuration the largest with "
+            "`--all-configs`): `--traces 100000000` runs exactly the complete set. The counts at the default "
+            "`--length 40` run into the millions on the larger configurations; a shorter `--length` keeps them small.",
+            ""]
     if declared is not None and declared.state:
         out += ["## State a port keeps", "", declared.state, ""]
     if declared is not None and declared.procedures:
@@ -931,8 +951,10 @@ def render_markdown(model_name: str) -> str:
             raise ValueError(f"{model_name}: declared calls {declared_names} differ from the calls the view emits {names}")
         for c in declared.calls:
             out += [f"### `{_signature(c)}`", "",
-                    "| | |", "|---|---|",
-                    f"| enabled when | {c.enabled} |",
+                    "| | |", "|---|---|"]
+            if c.params:  # the declared meaning of each parameter (its range is in the table above)
+                out.append("| parameters | " + "; ".join(f"`{p}`: {meaning}" for p, meaning in c.params) + " |")
+            out += [f"| enabled when | {c.enabled} |",
                     f"| does | {c.does} |",
                     f"| {declared.result_label} | {c.result} |", ""]
             ex = next((f.examples[c.name] for f in facts if c.name in f.examples), None)

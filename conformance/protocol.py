@@ -355,4 +355,80 @@ def render_markdown() -> str:
     ]
     out += [f"| `{f.code}` | {f.about} |" for f in FAILURES]
     out += [""]
+    out += conformance_json_section()
     return "\n".join(out)
+
+
+def conformance_schema() -> dict[str, Any]:
+    """spec/schemas/conformance.schema.json: the shape of ``conq conformance --json``."""
+    import json
+    from pathlib import Path
+
+    from conq import spec
+
+    return json.loads((Path(spec.__file__).parent / "schemas" / "conformance.schema.json").read_text())
+
+
+def _schema_type(node: dict[str, Any], defs: dict[str, Any]) -> str:
+    if "$ref" in node and "type" not in node:
+        name = node["$ref"].rsplit("/", 1)[-1]
+        return "object (`run`)" if name == "run_body" else name
+    if "const" in node:
+        return f"`{node['const']}`"
+    if "enum" in node:
+        return " / ".join(f"`{v}`" for v in node["enum"])
+    types = node.get("type", "any")
+    types = types if isinstance(types, list) else [types]
+    shown = []
+    for t in types:
+        if t == "array" and isinstance(node.get("items"), dict):
+            shown.append(f"array of {_schema_type(node['items'], defs)}")
+        else:
+            shown.append(t)
+    return " or ".join(shown)
+
+
+def _schema_rows(node: dict[str, Any], defs: dict[str, Any], prefix: str = "") -> list[str]:
+    """One table row per field of an object node, nested objects inline (``a.b``)."""
+    rows = []
+    required = set(node.get("required", ()))
+    for name, sub in (node.get("properties") or {}).items():
+        if not isinstance(sub, dict):
+            continue
+        if "$ref" in sub and "description" not in sub:
+            sub = {**defs[sub["$ref"].rsplit("/", 1)[-1]], **{k: v for k, v in sub.items() if k != "$ref"}}
+        path = prefix + name
+        rows.append(f"| `{path}` | {_schema_type(sub, defs)} | {'yes' if name in required else 'no'} | {sub.get('description', '')} |")
+        if "properties" in sub and not isinstance(sub.get("items"), dict):
+            rows += _schema_rows(sub, defs, path + ".")
+    return rows
+
+
+def conformance_json_section() -> list[str]:
+    """The section on ``conq conformance --json``, generated from its JSON schema (GAPS.md entry 7)."""
+    sch = conformance_schema()
+    defs = sch["$defs"]
+    out = ["## The `--json` document of `conq conformance`", "",
+           sch["description"], "",
+           "The schema: [schemas/conformance.schema.json](schemas/conformance.schema.json). A run's verdict is `ok` "
+           "and the exit code (0 conforms, 1 a divergence, 2 bad input with no document printed); nothing in it "
+           "depends on the clock but `seconds` and `steps_per_second`.", ""]
+    head = ["| field | type | required | meaning |", "|---|---|---|---|"]
+    for name, title in (("run_body", "`run`: call level, one configuration (closed: no other field)"),
+                        ("failure", "`failure`: one entry of `failures` (closed)"),
+                        ("all_configs", "`all_configs`: call level, `--all-configs` (closed)"),
+                        ("thread", "`thread`: `--level thread` (open: the thread level may add fields)")):
+        node = defs[name]
+        out += [f"### {title}", ""]
+        if name == "run_body":
+            out += [defs["run"]["description"][0].upper() + defs["run"]["description"][1:] + ".", ""]
+        elif node.get("description"):
+            out += [node["description"][0].upper() + node["description"][1:] + ".", ""]
+        out += head + _schema_rows(node, defs)
+        for arr in ("configs",):
+            items = (node.get("properties") or {}).get(arr, {}).get("items")
+            if isinstance(items, dict) and "properties" in items:
+                extra = " every field of `run`, and" if "$ref" in items else ""
+                out += ["", f"Each entry of `configs`:{extra}", ""] + head + _schema_rows(items, defs, "configs[].")
+        out += [""]
+    return out

@@ -100,6 +100,11 @@ class Failure:
         text = f"{self.source}: {d.describe()}"
         if self.result.minimised is not None:
             text += "\n  minimised: " + " ; ".join(model.format_action(a, None).split(" -> ")[0] for a in self.result.minimised)
+        elif self.result.actions:
+            # not minimised (a corpus trace, a port failure): the actions up to the failing step, so the
+            # state it failed in can be rebuilt without reading the trace file (GAPS.md entry 10)
+            upto = self.result.actions[: d.step] if d.step else self.result.actions
+            text += f"\n  actions (1..{len(upto)}): " + " ; ".join(model.format_action(a, None).split(" -> ")[0] for a in upto)
         return text + f"\n  replay: {self.replay}"
 
 

@@ -557,25 +557,43 @@ def conformance(
     impl: str = typer.Option("reference", "--impl", help="'reference' (in-process) or 'stdio:COMMAND' (a port)."),
     config: Optional[str] = typer.Option(None, "--config", "-c", help="Named configuration of the model."),
     set_: Optional[List[str]] = typer.Option(None, "--set", help="Override a configuration field: KEY=VALUE."),
-    traces: int = typer.Option(200, "--traces", min=0, help="Generated traces to run."),
+    traces: int = typer.Option(200, "--traces", min=0,
+                               help="Generated traces to run (per configuration). With --mode exhaustive, at least "
+                               "the number of traces of --length actions (else exit 2; the message gives the count): "
+                               "a large value such as 100000000 runs exactly the complete set."),
     seed: int = typer.Option(0, "--seed", min=0, help="Root seed; trace i uses a seed derived from (seed, i)."),
     length: int = typer.Option(40, "--length", min=1, help="Steps per generated trace (depth, for exhaustive)."),
-    mode: str = typer.Option("random", "--mode", help="random | coverage | exhaustive"),
+    mode: str = typer.Option("random", "--mode",
+                             help="random | coverage | exhaustive (every trace of --length actions; needs --traces "
+                             "at least their count, see --traces)"),
     corpus: Optional[Path] = typer.Option(None, "--corpus", help="Also run the golden traces in this folder."),
     no_snapshots: bool = typer.Option(False, "--no-snapshots", help="Compare observations only, not states."),
     timeout: float = typer.Option(10.0, "--timeout", min=0.1, help="Seconds a port may take per response."),
+    all_configs: bool = typer.Option(False, "--all-configs",
+                                     help="Every configuration the conformance suite drives (spec/ports/<model>.md, "
+                                     "with its overrides, then --set), one verdict each; the corpus once, first. "
+                                     "Not with --config."),
     level: str = typer.Option("call", "--level", help="call | thread (consumer-lists: the threads' steps, "
                               "the checker choosing the interleaving; --traces walks of --length, --mode exhaustive: "
                               "every trace of --length actions)"),
     json_out: bool = JsonOpt,
 ) -> None:
-    """Hold an implementation to the model: corpus and generated traces; exit 1 on any divergence."""
+    """Hold an implementation to the model: corpus and generated traces; exit 1 on any divergence.
+
+    --json prints one document, its shape declared in spec/schemas/conformance.schema.json."""
 
     def body() -> int:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
         if level not in ("call", "thread"):
             raise UsageProblem(f"--level must be call or thread, got {level!r}")
+        if all_configs and level == "thread":
+            raise UsageProblem("--all-configs is for --level call (--level thread drives its own configurations)")
+        if all_configs and config is not None:
+            raise UsageProblem("--all-configs runs every configuration the suite drives: not with --config")
+        if all_configs:
+            return _conformance_all_configs(model, impl, set_, traces, seed, length, mode, corpus, not no_snapshots,
+                                            timeout, json_out)
         if level == "thread":
             return _thread_conformance(model, impl, config, set_, traces, seed, length, mode, corpus, timeout, json_out)
 
@@ -616,6 +634,67 @@ def conformance(
         return EXIT_OK if res.ok else EXIT_VIOLATION
 
     _guard(body, json_out)
+
+
+def _conformance_all_configs(model: str, impl: str, set_: Optional[List[str]], traces: int, seed: int, length: int,
+                             mode: str, corpus: Optional[Path], snapshots: bool, timeout: float, json_out: bool) -> int:
+    """``conq conformance --all-configs`` (issue 17, GAPS.md entry 5): the corpus once, then every
+    configuration the suite drives (``port_reference.conformance_configs``: the list and overrides
+    spec/ports/<model>.md prints), each with --set on top; one verdict per configuration; exit 1 if
+    any diverges.  Every configuration is validated (and, exhaustive, counted) before anything runs."""
+    from conq.conformance.generate import count_exhaustive
+    from conq.conformance.port_reference import conformance_configs
+    from conq.conformance.suite import SuiteError, run_suite
+    from conq.conformance.trace import TraceError
+    from conq.conformance.views import conformance_model
+
+    if mode not in ("random", "coverage", "exhaustive"):
+        raise UsageProblem(f"--mode must be random, coverage or exhaustive, got {mode!r}")
+    if corpus is not None:
+        _check_corpus(corpus)
+    extra = _parse_sets(set_)
+    try:
+        cfgs = [(name, {**own, **extra}) for name, own in conformance_configs(model)]
+        # every configuration is built (validated) and, exhaustive, counted first: the most traces
+        # any one needs is the --traces to ask for
+        totals = {}
+        for name, ov in cfgs:
+            m = conformance_model(model, name, ov)
+            totals[name] = count_exhaustive(m, length) if mode == "exhaustive" else 0
+        most = max(totals, key=totals.get) if totals else None
+        if most is not None and totals[most] > traces:
+            raise SuiteError(f"--mode exhaustive at --length {length} is up to {totals[most]:,} traces of {model} "
+                             f"per configuration ({most}); --traces {traces:,} would run only part of them: pass "
+                             f"--traces {totals[most]} (or more), or a shorter --length")
+        runs = []
+        if corpus is not None:
+            runs.append((None, {}, *run_suite(model, impl_spec=impl, traces=0, corpus=corpus, snapshots=snapshots,
+                                              timeout=timeout)))
+        for name, ov in cfgs:
+            res, m = run_suite(model, impl_spec=impl, config_name=name, overrides=ov, traces=traces, seed=seed,
+                               length=length, mode=mode, snapshots=snapshots, timeout=timeout)
+            settings = config_dict(m.config)  # the overrides as the model took them (--set 1 is the integer 1)
+            runs.append((name, {k: settings.get(k, v) for k, v in ov.items()}, res, m))
+    except (SuiteError, TraceError, ValueError) as e:
+        raise UsageProblem(str(e)) from None
+    ok = all(res.ok for _n, _o, res, _m in runs)
+    if json_out:
+        _emit_json({"model": model, "impl": runs[0][2].impl if runs else impl, "ok": ok,
+                    "configs": [{"config": name, "overrides": ov, **res.to_json(m)} for name, ov, res, m in runs]})
+    else:
+        table = Table(title=f"conformance: {model} against {impl}, every configuration the suite drives",
+                      title_justify="left")
+        for col in ("configuration", "overrides", "traces", "corpus (as expected)", "steps checked", "divergences", "verdict"):
+            table.add_column(col)
+        for name, ov, res, _m in runs:
+            table.add_row(name or "(corpus)", ", ".join(f"{k}={v}" for k, v in ov.items()) or "-", str(res.traces),
+                          f"{res.corpus} ({res.corpus_ok})", f"{res.steps:,}", str(len(res.failures)),
+                          "[green]conforms[/]" if res.ok else "[bold red]DIVERGES[/]")
+        out.print(table)
+        for name, _ov, res, m in runs:
+            for f in res.failures:
+                out.print(f"[{name or 'corpus'}] " + f.describe(m), markup=False)
+    return EXIT_OK if ok else EXIT_VIOLATION
 
 
 def _thread_conformance(model: str, impl: str, config: Optional[str], set_: Optional[List[str]], traces: int,

@@ -204,6 +204,13 @@ def no_work(monkeypatch):
         (["conformance", "--corpus", "/nonexistent-conq-corpus"], "--corpus /nonexistent-conq-corpus: no such folder"),
         (["conformance", "--corpus", "{file}"], "not a folder"),
         (["conformance", "--mode", "sideways"], "--mode must be"),
+        # --all-configs (GAPS.md entry 5 of the Node port): refused combinations, and every configuration
+        # validated and counted before the first runs
+        (["conformance", "--all-configs", "--config", "small"], "not with --config"),
+        (["conformance", "--all-configs", "--level", "thread"], "--all-configs is for --level call"),
+        (["conformance", "--all-configs", "--set", "nosuch=1"], "unknown config field 'nosuch'"),
+        (["conformance", "--all-configs", "--mode", "exhaustive"], "per configuration (dynamic); --traces 200"),
+        (["conformance", "--all-configs", "--mode", "sideways"], "--mode must be"),
     ],
 )
 def test_paths_and_master_are_refused_before_any_work(args, needle, tmp_path, no_work):

@@ -128,3 +128,92 @@ def test_a_definite_error_is_an_observation_with_what_the_model_allowed(tmp_path
     assert d.failure == "definite-error"
     text = d.describe()
     assert "the port answered error 12 (unknown-action, definite); the model allowed [[0, []]]" in text
+
+
+# -- conq conformance: --all-configs, the --json schema, a corpus failure's actions (GAPS.md 5, 7, 10) --
+
+def _cli_json(*args: str) -> tuple[int, dict]:
+    import json
+
+    from typer.testing import CliRunner
+
+    from conq.cli import app
+
+    res = CliRunner().invoke(app, ["conformance", *args, "--json"])
+    return res.exit_code, json.loads(res.stdout)
+
+
+def test_all_configs_runs_every_configuration_the_suite_drives_with_its_overrides():
+    code, doc = _cli_json("consumer-lists", "--all-configs", "--traces", "2", "--set", "max_credit=1")
+    assert code == 0 and doc["ok"]
+    expected = [(name, {**ov, "max_credit": 1}) for name, ov in port_reference.conformance_configs("consumer-lists")]
+    assert [(c["config"], c["overrides"]) for c in doc["configs"]] == expected
+    assert all(c["traces"] == 2 and c["ok"] for c in doc["configs"])
+    # a bug: exit 1, and the failing configurations' replay commands carry the suite's overrides
+    code, doc = _cli_json("consumer-lists", "--all-configs", "--traces", "20", "--impl", "mutant:notify-every-acquirer")
+    assert code == 1 and not doc["ok"]
+    bad = [c for c in doc["configs"] if not c["ok"]]
+    assert bad and all(f"--config {c['config']} --set env_budget=2" in c["failures"][0]["replay"] for c in bad)
+    assert any(c["ok"] for c in doc["configs"])  # one verdict per configuration, not one for all
+
+
+def _schema_validator():
+    import jsonschema
+
+    from conq.conformance import protocol
+
+    schema = protocol.conformance_schema()
+    jsonschema.Draft202012Validator.check_schema(schema)
+    return jsonschema.Draft202012Validator(schema)
+
+
+def test_every_shape_of_the_json_document_validates_against_its_schema():
+    v = _schema_validator()
+    docs = {
+        "failures (corpus and generated)": _cli_json("consumer-lists", "--impl", "mutant:notify-every-acquirer",
+                                                     "-c", "same-priority", "--traces", "10",
+                                                     "--corpus", str(CORPUS))[1],
+        "exhaustive": _cli_json("consumer-lists", "-c", "small", "--mode", "exhaustive", "--length", "3",
+                                "--traces", "1000")[1],
+        "another model": _cli_json("recovery-deferral", "--traces", "3")[1],
+        "--all-configs": _cli_json("consumer-lists", "--all-configs", "--traces", "1", "--corpus", str(CORPUS))[1],
+        "--level thread": _cli_json("consumer-lists", "--level", "thread", "--traces", "1")[1],
+    }
+    for name, doc in docs.items():
+        errors = [f"{list(e.absolute_path)}: {e.message[:300]}" for e in v.iter_errors(doc)]
+        assert not errors, (name, errors)
+    failing = docs["failures (corpus and generated)"]["failures"]
+    assert {f["source"].split(":")[0].split(" ")[0] for f in failing} >= {"corpus", "random"}
+    assert docs["--all-configs"]["configs"][0]["config"] is None  # the corpus run comes first
+    # the call-level shapes are closed: a field the schema does not declare fails the test
+    for name in ("failures (corpus and generated)", "--all-configs"):
+        assert not v.is_valid({**docs[name], "undeclared": 1}), name
+    assert not v.is_valid({**docs["exhaustive"], "failures": [{**failing[0], "undeclared": 1}]})
+    c = docs["--all-configs"]["configs"][1]
+    assert not v.is_valid({**docs["--all-configs"], "configs": [{**c, "undeclared": 1}]})
+
+
+def test_the_protocol_document_describes_every_field_of_the_schema():
+    from conq.conformance import protocol
+
+    doc = (repo_root() / "spec" / "port-protocol.md").read_text()
+    assert doc == protocol.render_markdown(), "spec/port-protocol.md is stale: conq protocol --write"
+    schema = protocol.conformance_schema()
+    for name in ("run_body", "failure", "all_configs"):
+        for field, node in schema["$defs"][name]["properties"].items():
+            assert node.get("description"), (name, field)
+            assert f"| `{field}` |" in doc, (name, field)
+
+
+def test_a_corpus_failure_shows_the_actions_up_to_the_failing_step():
+    from conq.conformance.suite import run_suite
+
+    res, m = run_suite("consumer-lists", impl_spec="mutant:look-then-unnotify", traces=0, corpus=CORPUS)
+    corpus = [f for f in res.failures if f.source.startswith("corpus:") and f.result.divergence.step > 1]
+    assert corpus, [f.describe(m) for f in res.failures]
+    for f in corpus:
+        step = f.result.divergence.step
+        text = f.describe(m)
+        line = next(x for x in text.splitlines() if x.strip().startswith("actions ("))
+        assert line.strip().startswith(f"actions (1..{step}): ") and line.count(" ; ") == step - 1, text
+        assert "minimised:" not in text
