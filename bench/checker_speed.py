@@ -21,8 +21,8 @@ The reference port and the instant port declare the optional protocol feature
 it, an older one ignores it.  The Java port does not declare it: its row shows the per-request
 costs alone.
 
-``old`` is the code of the hot path (conformance/ trace, protocol, adapters, checker, port and the
-consumer-lists driver) at git revision --baseline, read from git history into a temporary folder
+``old`` is the code of the hot path (conformance/ trace, protocol, adapters, checker, port, the
+consumer-lists driver and call-level view) at git revision --baseline, read from git history into a temporary folder
 and imported in place of the current files (by the checker's process and by the Python port's);
 ``new`` is the working tree.  Everything else (model, implementation, the instant and Java ports)
 is shared.  Every run is a fresh process; old and new runs alternate, so a noisy machine hurts
@@ -62,6 +62,9 @@ HOT_PATH = (
     "conformance/checker.py",
     "conformance/port.py",
     "conformance/consumer_lists/driver.py",
+    # the call-level view: since it composes from the model's readable successors (not its fast
+    # path) it is part of what the checker-speed work changed
+    "conformance/consumer_lists/calls.py",
 )
 CONFIGS = ("reference", "small")
 ROWS = ("reference", "checker", "stdio-python", "stdio-instant", "stdio-java")
