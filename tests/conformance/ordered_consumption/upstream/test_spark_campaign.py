@@ -140,3 +140,43 @@ def test_refuses_an_output_folder_it_did_not_write_before_any_work(tmp_path):
     with pytest.raises(ReplayError, match="refusing to write there"):
         run_spark_campaign(WORKLOADS["model-push-fifo"], SEEDS, out, master="local[2]", say=lambda s: None)
     assert sorted(p.name for p in out.iterdir()) == ["notes.txt"] and list(tmp_path.iterdir()) == [out]
+
+
+def test_cli_spark_refuses_a_foreign_output_folder_and_a_bad_master_with_exit_2(tmp_path):
+    from typer.testing import CliRunner
+
+    from conq.cli import app
+
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "notes.txt").write_text("not conq's")
+    base = ["upstream", "rocketmq-python", "--workload", "model-push-fifo", "--seeds", "1", "--spark", "--json"]
+    res = CliRunner().invoke(app, base + ["--out", str(out), "--master", "local[2]"])
+    doc = json.loads(res.stdout)
+    assert res.exit_code == 2 and "refusing to write there" in doc["error"]["message"], doc
+    res = CliRunner().invoke(app, base + ["--out", str(tmp_path / "new"), "--master", "nowhere"])
+    assert res.exit_code == 2 and "nowhere" in json.loads(res.stdout)["error"]["message"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mine"] and [p.name for p in out.iterdir()] == ["notes.txt"]
+
+
+def test_a_run_that_raises_is_an_incomplete_record_not_a_lost_task(tmp_path, monkeypatch):
+    # what a Spark task does, in-process: a run that raises (here before any process starts) is the
+    # seed's record ending "error" -- no verdict, counted incomplete -- and its folder is removed
+    import tempfile
+
+    from conq.conformance.ordered_consumption.upstream import runner
+    from conq.conformance.ordered_consumption.upstream.campaign import aggregate
+    from conq.conformance.ordered_consumption.upstream.spark_campaign import run_seeds
+
+    def boom(w, seed, **kw):
+        raise OSError("no port")
+
+    monkeypatch.setattr(runner, "run", boom)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    got = run_seeds(WORKLOADS["model-push-fifo"], [3], cap=CAP)
+    assert [(s, json.loads(files)) for s, _, files in got] == [(3, {})]
+    rec = json.loads(got[0][1])
+    assert rec["end"] == "error" and "OSError: no port" in rec["notes"][0]
+    rep = aggregate(WORKLOADS["model-push-fifo"], [rec])
+    assert rep["incomplete"] == [3] and rep["divergences"] == {} and rep["coverage"]["accepted_logs"] == 0
+    assert list(tmp_path.iterdir()) == []
