@@ -467,6 +467,108 @@ class RecoveryDeferralModel(Model):
             return [("due", _put(s, notes=_set(notes, p, _set(notes[p], k, DUE)), sched=(p, r, k)))]
         return [("delivered", _put(s, notes=_set(notes, p, _set(notes[p], k, DELIVERED))))]
 
+    # -- symmetry (issue 18) ---------------------------------------------------------
+    def _symmetries(self) -> tuple:
+        """Every renaming of producers (sp), matches (sm) and task queues (sq) under which this
+        configuration's model and properties are invariant, with the renamings they induce on events
+        (pi: ``pi[e]`` is e's new id) and on recovery contexts (cp), identity left out.
+
+        The script fixes most of it: producer p's i-th event becomes producer sp[p]'s i-th event (each
+        producer's events arrive in script order), so two producers are interchangeable only if their
+        scripts agree event by event in kind and, through sm, in match; matches are interchangeable
+        only along with their events; a queue renaming must carry every event's possible queues
+        (``hash(match) mod queues``, any queue for a random task id) onto the renamed event's, and every
+        per-event table (error, recovery, tracked context, ordered, may-crash) must agree.  Callbacks
+        are kinds, not parts (``callbacks`` names each kind once): never renamed.  Every property
+        quantifies over all producers, events and contexts (properties.py), liveness aside (skipped
+        under symmetry: its per-event and per-producer names are not renamed).
+
+        The named configurations' scripts mostly tell the producers apart (reference: producer 1's
+        second event is an error, producer 0's is not): which have a renaming is pinned in
+        tests/model/recovery_deferral/test_symmetry.py."""
+        found = getattr(self, "_sym", None)
+        if found is not None:
+            return found
+        import itertools
+
+        c = self.config
+        P, M, Q, R, n = c.producers, c.matches, c.queues, c.recoveries, self.n_events
+        ev = self.ev
+        out = []
+        for sp in itertools.permutations(range(P)):
+            if any(len(self.script[p]) != len(self.script[sp[p]]) for p in range(P)):
+                continue
+            pi = [0] * n
+            for p in range(P):
+                for e, e2 in zip(self.script[p], self.script[sp[p]]):
+                    pi[e] = e2
+            cp = [0] + [1 + sp[x // R] * R + x % R for x in range(P * R)]
+
+            def ctx_of(x):
+                return x if x <= 0 else cp[x]
+
+            if any(ev[pi[e]][2] != ev[e][2] or self.ev_error[pi[e]] != self.ev_error[e] or self.ev_rec[pi[e]] != self.ev_rec[e]
+                   or self.ev_ordered[pi[e]] != self.ev_ordered[e] or self.ev_may_crash[pi[e]] != self.ev_may_crash[e]
+                   or self.ev_ctx[pi[e]] != ctx_of(self.ev_ctx[e]) or (ev[e][1] < 0) != (ev[pi[e]][1] < 0) for e in range(n)):
+                continue
+            for sm in itertools.permutations(range(M)):
+                if any(ev[e][1] >= 0 and sm[ev[e][1]] != ev[pi[e]][1] for e in range(n)):
+                    continue
+                for sq in itertools.permutations(range(Q)):
+                    if any(sorted(sq[q] for q in self.ev_queues[e]) != sorted(self.ev_queues[pi[e]]) for e in range(n)):
+                        continue
+                    if sp == tuple(range(P)) and sm == tuple(range(M)) and sq == tuple(range(Q)):
+                        continue
+                    out.append((sp, sm, sq, tuple(pi), tuple(cp)))
+        self._sym = tuple(out)
+        return self._sym
+
+    def permute(self, s, g) -> tuple:
+        """``s`` renamed by ``g = (sp, sm, sq, pi, cp)`` (:meth:`_symmetries`) in every field that names
+        a producer (fed, rec, notes, sched, told, upctx), a queue (queues, running), an event (the ids
+        in queues, running, slot and backlog; the status positions), a match (backlog) or a recovery
+        context (pending, entries)."""
+        sp, sm, sq, pi, cp = g
+        fed, queues, running, status, pending, entries, slot, rec, notes, sched, backlog, told, upctx = s
+
+        def by(perm, xs):
+            out = [None] * len(xs)
+            for i, x in enumerate(xs):
+                out[perm[i]] = x
+            return tuple(out)
+
+        ents = 0
+        for x in range(len(pending)):
+            if (entries >> x) & 1:
+                ents |= 1 << cp[x]
+        return (
+            by(sp, fed),
+            by(sq, tuple(tuple(pi[e] for e in q) for q in queues)),
+            by(sq, tuple(pi[e] if e >= 0 else e for e in running)),
+            by(pi, status),
+            by(cp, pending),
+            ents,
+            pi[slot] if slot >= 0 else slot,
+            by(sp, rec),
+            by(sp, notes),
+            (sp[sched[0]],) + tuple(sched[1:]) if sched else sched,
+            by(sm, tuple(tuple(pi[e] for e in b) for b in backlog)),
+            by(sp, told),
+            by(sp, upctx),
+        )
+
+    def orbit(self, s):
+        return list(dict.fromkeys([s] + [self.permute(s, g) for g in self._symmetries()]))
+
+    def canonical(self, s):
+        """The least of ``s``'s renamings: one representative per class."""
+        best = s
+        for g in self._symmetries():
+            t = self.permute(s, g)
+            if t < best:
+                best = t
+        return best
+
     # -- fairness ----------------------------------------------------------------
     def fair(self, action, observation):
         name = action[0]

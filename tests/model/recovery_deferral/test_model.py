@@ -34,7 +34,7 @@ _EXPLORED: dict = {}
 
 
 def explored(entry):
-    key = (entry.config, tuple(sorted(entry.overrides.items())), entry.liveness)
+    key = (entry.config, repr(sorted(entry.overrides.items())), entry.liveness, entry.symmetry)
     if key not in _EXPLORED:
         m = load_model(NAME, entry.config, entry.overrides)
         _EXPLORED[key] = explore(m, symmetry=entry.symmetry, liveness=entry.liveness)
