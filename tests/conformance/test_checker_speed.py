@@ -7,6 +7,8 @@ exactly what the general path gives -- the same values, verdicts, replies and er
 * ``parse_reply``'s fast path accepts exactly what the general checks accept, fuzzed against the
   general checks as they were before it;
 * the reference port's fast path answers as its general path does, byte for byte;
+* the driver's view skips reading the lists it does not show where reading them has no visible
+  effect (the plain node list on real threads), with the same runs and verdicts;
 * the call-level view (conformance/consumer_lists/calls.py) composes its calls from the model's
   readable ``spec_successors``, memoised, instead of its fast path: the composed successors are the
   same on every reachable call-level state of every configuration the suite drives, and a model
@@ -77,6 +79,41 @@ def _verdicts(driver: type, cfg: str, seeds: int) -> list:
     finally:
         checker.impl.close()  # a mutant driver's patches end with it
     return [(r.actions, r.observations, r.divergence.describe() if r.divergence else None) for r in runs]
+
+
+def _other_lists(driver) -> list:
+    qcm = driver.q.qcm
+    levels = qcm.levels()
+    return [lv.notified for lv in levels] + [lv.all for lv in levels] + [qcm.not_interested, qcm.non_acquiring]
+
+
+def test_the_plain_view_skips_reading_lists_only_where_reading_has_no_visible_effect():
+    plain = ConsumerListsDriver(config_dict(conformance_model("consumer-lists", "reference").config), 0)
+    assert not plain._reads_have_effects(_other_lists(plain))
+    # under a node-list mutant (the reading step patched) every list is read, as Queue.snapshot reads it
+    checker = Checker(conformance_model("consumer-lists", "reference"), InProcess(mutants.mutant_driver("node-list-unlinks-tail")))
+    try:
+        checker.walk(0, 3)
+        assert checker.impl.driver._reads_have_effects(_other_lists(checker.impl.driver))
+    finally:
+        checker.impl.close()
+    assert not plain._reads_have_effects(_other_lists(plain))  # the patch ended with its driver
+
+
+def test_runs_and_verdicts_of_the_reference_are_the_same_through_either_view():
+    # the plain driver's view skips reading the lists it does not show (observed()): every run of every
+    # configuration the suite drives gives the same actions, observations and verdicts as through
+    # the general view, which reads every list (Queue.snapshot)
+    from conq.conformance.port_reference import conformance_configs
+
+    general = type("General", (ConsumerListsDriver,), {"observed": lambda self: hashable(self.snapshot())})
+    for cfg, overrides in conformance_configs("consumer-lists"):
+        runs = []
+        for driver in (ConsumerListsDriver, general):
+            checker = Checker(conformance_model("consumer-lists", cfg, overrides), InProcess(driver))
+            runs.append([(r.actions, r.observations, r.divergence) for r in (checker.walk(seed, 40) for seed in range(8))])
+        assert runs[0] == runs[1], cfg
+        assert all(d is None for _a, _o, d in runs[0]), cfg
 
 
 def test_verdicts_under_mutants_are_the_same_through_either_view():
