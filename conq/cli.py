@@ -595,7 +595,8 @@ def conformance(
             return _conformance_all_configs(model, impl, set_, traces, seed, length, mode, corpus, not no_snapshots,
                                             timeout, json_out)
         if level == "thread":
-            return _thread_conformance(model, impl, config, set_, traces, seed, length, mode, corpus, timeout, json_out)
+            return _thread_conformance(model, impl, config, set_, traces, seed, length, mode, corpus, timeout, json_out,
+                                       snapshots=not no_snapshots)
 
         from conq.conformance.suite import SuiteError, corpus_files, run_suite
         from conq.conformance.trace import TraceError
@@ -698,8 +699,10 @@ def _conformance_all_configs(model: str, impl: str, set_: Optional[List[str]], t
 
 
 def _thread_conformance(model: str, impl: str, config: Optional[str], set_: Optional[List[str]], traces: int,
-                        seed: int, length: int, mode: str, corpus: Optional[Path], timeout: float, json_out: bool) -> int:
-    """``conq conformance --level thread`` (issue 17): conformance/consumer_lists/thread_steps.py."""
+                        seed: int, length: int, mode: str, corpus: Optional[Path], timeout: float, json_out: bool,
+                        snapshots: bool = True) -> int:
+    """``conq conformance --level thread`` (issue 17): conformance/consumer_lists/thread_steps.py.
+    ``--no-snapshots``: the steps' observations only, no snapshot after each step (GAPS.md 9)."""
     if model != "consumer-lists":
         raise UsageProblem(f"--level thread: only consumer-lists has a thread level, got {model!r}")
     if set_ or corpus is not None:
@@ -721,7 +724,8 @@ def _thread_conformance(model: str, impl: str, config: Optional[str], set_: Opti
         except SuiteError as e:
             raise UsageProblem(str(e)) from None
         walks, depth = (0, length) if mode == "exhaustive" else (traces, 0)
-        runs.append(ts.check_threads(implementation, name, walks=walks, length=length, seed=seed, depth=depth))
+        runs.append(ts.check_threads(implementation, name, walks=walks, length=length, seed=seed, depth=depth,
+                                     snapshots=snapshots))
     ok = all(r.ok for r in runs)
     if json_out:
         _emit_json({"model": model, "level": "thread", "impl": impl, "ok": ok, "steps": sum(r.steps for r in runs),

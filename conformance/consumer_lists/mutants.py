@@ -51,7 +51,7 @@ from conq.conformance.mutation import Budget, Catalogue, Clock, Detection, Mutan
 from conq.impl.consumer_lists import delivery as _delivery
 from conq.impl.consumer_lists import node_list as _nl
 from conq.impl.consumer_lists import queue as _q
-from conq.impl.consumer_lists.consumer_manager import QueueConsumerManager
+from conq.impl.consumer_lists.consumer_manager import NodeState, QueueConsumerManager
 
 Q = _q.Queue
 
@@ -100,6 +100,7 @@ def _look_then_unnotify(self, c):
             self._notify_other_consumers(c)
         return None
     c.delivered += 1
+    c._settle_credit()  # as the reference: a credit that ran out is told after the send
     return entry.id
 
 
@@ -114,6 +115,7 @@ def _never_unnotify(self, c):
         return None
     c.delivered += 1
     self.qcm.set_notified(c, True)
+    c._settle_credit()  # as the reference: a credit that ran out is told after the send
     return entry.id
 
 
@@ -139,8 +141,7 @@ def _attempt_delivery_ignoring_priority(self, c):
     if lost:
         c._restore_credit()
         return None
-    c._settle_credit()
-    return entry
+    return entry  # the credit's loss of interest is told after the send, as the reference
 
 
 def _peek_acquired_too(self):
@@ -173,8 +174,7 @@ def _acquire_without_check(self, c):
     if closed:
         c._restore_credit()
         return None
-    c._settle_credit()
-    return entry
+    return entry  # the credit's loss of interest is told after the send, as the reference
 
 
 def _no_notify_others(self, excluded):
@@ -337,38 +337,35 @@ def _after_delete_silent(self, reset):
 def _attempt_delivery_acquires_deleted(self, c):
     """The acquire's CAS does not fail on a DELETED entry: a consumer that found an entry the
     housekeeping thread (or a management delete) took meanwhile acquires it anyway, silently."""
-    while True:
-        if self._det:
-            self._point("pull.find", c.id)
-        with self._lock:
-            entry = self._next_for_locked(c)
-        if entry is None:
-            return None
-        if c.priority != _q.DEFAULT_PRIORITY and not self._no_higher(c, entry):
-            return None
-        if not c._allocate_credit():
-            return None
-        if self._det:
-            self._point("pull.acquire", c.id)
-        with self._lock:
-            acquired = entry.state is not _q._ACQUIRED and not c.closed  # the bug: DELETED passes
-            if acquired and self.group_policy is not None and entry.group is not None:
-                acquired = self._accept_locked(c, entry)
-            if acquired:
-                if entry.state is _q._AVAILABLE:
-                    self._available -= 1
-                    if entry.group is not None:
-                        self._group_avail[entry.group] -= 1
-                entry.state = _q._ACQUIRED
-                entry.owner = c.id
-                entry.sent = False
-                c._acquired.add(entry.id)
+    if self._det:
+        self._point("pull.find", c.id)
+    with self._lock:
+        entry = self._next_for_locked(c)
+    if entry is None:
+        return None
+    if c.priority != _q.DEFAULT_PRIORITY and not self._no_higher(c, entry):
+        return None
+    if not c._allocate_credit():
+        return None
+    if self._det:
+        self._point("pull.acquire", c.id)
+    with self._lock:
+        acquired = entry.state is not _q._ACQUIRED and not c.closed  # the bug: DELETED passes
+        if acquired and self.group_policy is not None and entry.group is not None:
+            acquired = self._accept_locked(c, entry)
         if acquired:
-            c._settle_credit()
-            return entry
-        c._restore_credit()
-        if c.closed or not c.desired:
-            return None
+            if entry.state is _q._AVAILABLE:
+                self._available -= 1
+                if entry.group is not None:
+                    self._group_avail[entry.group] -= 1
+            entry.state = _q._ACQUIRED
+            entry.owner = c.id
+            entry.sent = False
+            c._acquired.add(entry.id)
+    if acquired:
+        return entry  # the credit's loss of interest is told after the send, as the reference
+    c._restore_credit()  # lost: the pull ends, as the reference
+    return None
 
 
 _original_delete_entry = Q._delete_entry
@@ -458,9 +455,54 @@ def _unnotify_after_scan(self, c):
         self.qcm.set_notified(c, True)
         if c.acquires:
             self._sent(c, entry)
+        c._settle_credit()  # as the reference: a credit that ran out is told after the send
         return entry.id
     finally:
         c._deliver_guard.release()
+
+
+def _desire_queue_before_flag(self):
+    """``setNotifyWorkDesired`` in upstream's order (AbstractConsumerTarget.setNotifyWorkDesired
+    tells its consumers -- the queue -- before it writes ``_notifyWorkDesired``), at the reference's
+    scheduling points (``desired.flag``, ``desired.queue``).  Between the two a pull of the consumer
+    that the queue just notified still reads "does not want work", returns at once and uses up the
+    wake-up: a lost wake-up window (model: the ``upstream-flag-order`` configuration).  Invisible at
+    call level, where both halves run inside one call and end alike (the reference's queue never
+    reads the flag: its priority check reads the consumer lists); the thread level runs each half as
+    a step of its own (issue 17) and sees the queue told at the step the model calls the flag."""
+    desired = self._compute_desired()
+    if desired != self.desired:
+        tell = self.node is not None and not self.closed
+        if tell and self.queue._det:
+            self.queue._point("desired.flag", self.id)
+        if tell:
+            self.queue.set_notify_work_desired(self, desired)  # the bug: the queue first
+            if self.queue._det:
+                self.queue._point("desired.queue", self.id)
+        self.desired = desired
+
+
+def _no_higher_reading_lists(self, c, entry):
+    """The priority check reads the consumer lists (Interested or Notified: "wants work") instead of
+    the target's flag -- the reference before issue 17's thread level.  Between a higher consumer's
+    setNotifyWorkDesired halves (flag written, lists not yet moved) a lower-priority consumer takes
+    the entry the model keeps for the higher one (the model's and upstream's
+    ``noHigherPriorityWithCredit`` read the flag).  Invisible at call level, where both halves run
+    in one call, so flag and lists agree between calls."""
+    if c.priority == _q.DEFAULT_PRIORITY or not self.qcm.desired_at_higher_priority(c.priority):
+        return True
+    if not self._excl:
+        return False
+    higher = [h for h in self.qcm.all() if h.priority > c.priority and h.acquires
+              and h.state in (NodeState.INTERESTED, NodeState.NOTIFIED)]
+    rb = entry.rejected_by if entry is not None else None
+    with self._lock:
+        for h in higher:
+            if rb is not None and h.id in rb:
+                continue
+            if self._next_for_locked(h) is not None:
+                return False
+    return True
 
 
 _QCM = QueueConsumerManager
@@ -482,6 +524,12 @@ MUTANTS: dict[str, Mutant] = {
         Mutant("unnotify-after-scan", "a delivery moves the consumer back to INTERESTED only after scanning "
                "(issue 17): invisible at call level, where a pull is atomic", "lost wake-up window",
                ((Q, "deliver_single_message", _unnotify_after_scan),)),
+        Mutant("priority-reads-lists", "the priority check takes a higher consumer's list (Interested, Notified) "
+               "for its target's flag (issue 17): invisible at call level, where flag and lists agree between calls",
+               "priority inversion window", ((Q, "_no_higher", _no_higher_reading_lists),)),
+        Mutant("desire-queue-before-flag", "setNotifyWorkDesired tells the queue before it writes the target's flag "
+               "(upstream's order; issue 17): invisible at call level, where both halves run in one call",
+               "lost wake-up window", ((_q.QueueConsumer, "_update_desired_locked", _desire_queue_before_flag),)),
         Mutant("never-unnotify", "a notified consumer is never moved back to Interested", "list moves",
                ((Q, "deliver_single_message", _never_unnotify),)),
         Mutant("priority-ignored", "no noHigherPriorityWithCredit check: a lower priority consumer takes work a higher one wants", "priority inversion",

@@ -6,13 +6,16 @@ thread runs *between* the steps of a pull -- "a delivery that moves the consumer
 only after scanning" -- cannot be seen.  Here the port keeps one logical thread per consumer's IO
 thread and per publishing thread, and the checker chooses the interleaving:
 
-* environment actions (``add_consumer c``, ``enqueue j``, ``enqueue_held j``, ``unhold j``) are the
-  model's own environment steps, *not* settled: an ``enqueue`` leaves the publisher's
-  ``notifyConsumers`` owed, as a thread of its own;
+* environment actions (``add_consumer c``, ``enqueue j``, ``enqueue_held j``, ``unhold j``,
+  ``credit c``) are the model's own environment steps, *not* settled: an ``enqueue`` leaves the
+  publisher's ``notifyConsumers`` owed, as a thread of its own, and a ``credit`` that makes the
+  consumer want work again leaves its ``setNotifyWorkDesired`` owed;
 * ``["step", "io", c]`` lets consumer ``c``'s IO thread run to its next scheduling point: one of the
   model's steps ``deliver_single_message`` (the pull begins: un-notify), ``find_next_available``,
-  ``acquire``, ``deliver`` or ``no_message``; a consumer whose IO thread is neither scheduled nor in
-  the middle of a pull answers "not enabled" (error 13);
+  ``acquire``, ``deliver`` or ``no_message``, or one half of ``setNotifyWorkDesired``:
+  ``target_flag`` (the target's flag is written) and ``set_notify_work_desired`` (the queue is told:
+  the list move and its notification); a consumer whose IO thread has no step now answers "not
+  enabled" (error 13);
 * ``["step", "publisher", j]`` lets the publishing thread of message ``j`` run its owed
   ``notifyConsumers``.
 
@@ -29,13 +32,29 @@ call level's (``calls.observation_of_view``), taken mid-pull: the reference repo
 pull has allocated but not yet used by the acquire as still held, since the model takes the credit
 *with* the acquire (``model.py`` ``_pull_take``).
 
-Scope (``THREAD_OVERRIDES``, checked by :func:`thread_model`): the environment budget is 0 (no
-credit grants, suspensions, releases or removals) and the credit never runs out (``initial_credit``
-= ``max_credit`` = messages + 1), so no ``setNotifyWorkDesired`` runs: the reference runs its two
-halves on the *client's* thread (``QueueConsumer._update_desired_locked``) while the model gives them
-to the consumer's IO thread, and the second half's scheduling point (``desired.queue``) is reached
-holding the consumer's lock; mapping those is left open (see ``UNSUPPORTED``).  The other actors
-(expiry, reject, groups) are off.  Two acquirers of one priority and an acquirer with a browser are
+Scope (checked by :func:`thread_model`; ``UNSUPPORTED`` lists the model steps not offered yet).  A
+configuration that sets no credit has the first version's scope (``thread_overrides``): environment
+budget 0 and a credit that never runs out, so no ``setNotifyWorkDesired`` runs.  ``credit`` and
+``credit-priority`` give each consumer one credit and the environment one grant (``env_budget`` 1,
+spent on ``credit`` only: ``CREDIT_SCOPE`` switches off suspension reasons, removal and release), so
+the credit runs out with a delivery and comes back.
+
+Where ``setNotifyWorkDesired`` runs.  The model gives both halves to the consumer's IO thread
+(model.py ``_io_steps``: after a delivery, pc START, and between pulls), as upstream, where the
+target's ``updateNotifyWorkDesired`` runs on the connection's IO thread (``ConsumerTarget_1_0``
+``allocateCredit``/``restoreCredit``/``flowStateChanged``, AMQP frames being read there).  The
+reference runs them where the credit changes: on the IO thread, after the send, when a delivery used
+the last credit (``Queue.deliver_single_message`` -> ``_settle_credit``, which matches the model); on
+the *client's* thread for a grant (``QueueConsumer.add_credit``), holding the consumer's lock across
+both.  The port exposes them at the model's point: the grant's client thread runs to its first half
+(scheduling point ``desired.flag``, before the flag write) and stops; the consumer's next
+``["step", "io", c]`` runs the flag write (to ``desired.queue``), the next one the queue's half.  The
+model allows a pull to start first at that point; the reference always runs the halves first, which
+the model also allows.  Because the reference holds the consumer's lock across the halves, this view
+does not offer ``credit c`` while c's ``setNotifyWorkDesired`` is owed or half done
+(:meth:`ConsumerListsThreads.desire_busy`): a restriction of the environment, not of the system.
+
+The other actors (expiry, reject, groups) are off.  Two acquirers of one priority and an acquirer with a browser are
 in scope since the two findings of the first version were settled (``FINDINGS``, now empty;
 spec/consumer-lists.md "Thread level"): a pull that loses the acquire race ends (``acquire`` false,
 then ``no_message``), as upstream's ``AbstractQueue.attemptDelivery``; a publisher's late
@@ -44,7 +63,14 @@ notification does not wake a browser that already browsed the entry (upstream do
 The port side, :class:`ThreadStepsDriver`, runs the reference queue under a deterministic
 scheduler (``conq.impl.scheduling``) whose choice is the checker's: a step hands the baton to the
 named logical thread and takes it back at that thread's next model point (``pull.unnotify``,
-``pull.find``, ``pull.acquire``, ``pull.deliver``, ``pull.none``, ``publish.notify``) or exit.
+``pull.find``, ``pull.acquire``, ``pull.deliver``, ``pull.none``, ``desired.flag``,
+``desired.queue``, ``publish.notify``) or exit.
+
+A third divergence came with the credit configurations and is settled the same way
+(spec/consumer-lists.md "Thread level"): between a higher consumer's two halves its flag is written
+and its list not yet moved; the reference's priority check read the lists, the model's and
+upstream's read the flag, so the reference now reads the flag (``Queue._no_higher``).  The mutant
+``priority-reads-lists`` (the old check) is caught here and not at call level.
 """
 
 from __future__ import annotations
@@ -57,18 +83,23 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from conq.model.kernel import Kind, Model
+from conq.model.consumer_lists.state import CF, DES, F_FLAG, F_PC, IDLE, START
 
 from .calls import ENV, NOTIFYING, observation_of_view
 
 
-#: the configuration every thread-level run uses on top of the named configuration (module docstring)
+#: the scope's defaults under a named configuration that does not set them (module docstring, "Scope"):
+#: no environment budget and a credit that never runs out
 def thread_overrides(messages: int) -> dict[str, Any]:
     return {"env_budget": 0, "initial_credit": messages + 1, "max_credit": messages + 1}
 
 
+#: what a configuration with an environment budget must switch off: the budget buys credit grants only
+CREDIT_SCOPE = {"reasons": 0, "removal": False, "release": False}
+
 #: model steps the thread level does not offer yet (module docstring, "Scope")
-UNSUPPORTED = frozenset({"target_flag", "set_notify_work_desired", "delete_entry", "delayed_acquisition", "reject",
-                         "reset_sub_pointers_for_groups", "remove_consumer", "credit", "suspend", "resume", "release"})
+UNSUPPORTED = frozenset({"delete_entry", "delayed_acquisition", "reject", "reset_sub_pointers_for_groups",
+                         "remove_consumer", "suspend", "resume", "release"})
 #: the named configurations the thread level runs on (checked in CI: tests/conformance/consumer_lists)
 THREAD_CONFIGS: dict[str, dict[str, Any]] = {
     "one-acquirer": {"consumers": ((1, True),), "messages": 2},
@@ -80,13 +111,22 @@ THREAD_CONFIGS: dict[str, dict[str, Any]] = {
     # a browser whose pull ran between an enqueue and its notification is not woken for the entry
     # it already browsed (was finding 2; spec/consumer-lists.md "Thread level")
     "acquirer-and-browser": {"consumers": ((2, True), (1, False)), "messages": 2},
+    # credit that runs out and one grant (the environment's budget): setNotifyWorkDesired's halves
+    # (``target_flag``, ``set_notify_work_desired``) as IO-thread steps, and ``credit`` (module docstring)
+    "credit": {"consumers": ((1, True),), "messages": 2, "initial_credit": 1, "max_credit": 1, "env_budget": 1,
+               **CREDIT_SCOPE},
+    # the same with a lower-priority acquirer: the loss of interest hands the wake-up over
+    # (``set_notify_work_desired`` false notifies it), the grant takes it back
+    "credit-priority": {"consumers": ((2, True), (1, True)), "messages": 2, "initial_credit": 1, "max_credit": 1,
+                        "env_budget": 1, **CREDIT_SCOPE},
 }
 #: configurations on which the reference diverges at thread level, left for the lead (``conq
 #: conformance consumer-lists --level thread --config NAME`` shows the trace).  Empty: both findings
 #: of the first version were settled (spec/consumer-lists.md "Thread level": a lost acquire ends the
 #: pull, as upstream; a browser is not notified of an entry it already browsed, unlike upstream)
 FINDINGS: dict[str, dict[str, Any]] = {}
-IO_STEPS = frozenset({"deliver_single_message", "find_next_available", "acquire", "deliver", "no_message"})
+IO_STEPS = frozenset({"deliver_single_message", "find_next_available", "acquire", "deliver", "no_message",
+                      "target_flag", "set_notify_work_desired"})
 
 
 def thread_model(config: str = "one-acquirer", overrides: dict[str, Any] | None = None) -> ConsumerListsThreads:
@@ -99,10 +139,16 @@ def thread_model(config: str = "one-acquirer", overrides: dict[str, Any] | None 
         raise ValueError(f"no thread-level configuration {config!r} (known: {', '.join(known)})")
     fields = dict(known[config])
     fields.update(overrides or {})
-    fields.update(thread_overrides(int(fields.get("messages", 3))))
+    for key, value in thread_overrides(int(fields.get("messages", 3))).items():
+        fields.setdefault(key, value)
     for key in ("expiry", "reject", "groups"):
         if fields.get(key):
             raise ValueError(f"the thread level does not offer the other actors yet ({key})")
+    if fields["env_budget"] != 0:
+        wrong = [f"{k}={fields.get(k)!r}" for k, v in CREDIT_SCOPE.items() if fields.get(k, v) != v]
+        if wrong:
+            raise ValueError(f"thread level, {config}: an environment budget buys credit grants only; set "
+                             f"{', '.join(f'{k}={v!r}' for k, v in CREDIT_SCOPE.items())} (got {', '.join(wrong)})")
     base = load_model("consumer-lists", "small", fields)
     return ConsumerListsThreads(base)
 
@@ -147,12 +193,24 @@ class ConsumerListsThreads(Model):
             found = self._cache[s] = self._compose(s)
         return found
 
+    def desire_busy(self, s, c: int) -> bool:
+        """Consumer ``c``'s ``setNotifyWorkDesired`` is owed or half done: its first half is next
+        (the target's flag differs from what it should be, at an IO thread between pulls) or its
+        second half is (pc DES).  The reference runs both halves holding the consumer's lock
+        (``QueueConsumer._update_desired_locked``), so a credit grant (``add_credit`` takes that
+        lock) could not run in between: the thread level does not offer ``credit c`` then."""
+        b = self.base
+        pc = s[c * CF + F_PC]
+        return pc == DES or (pc in (IDLE, START) and s[c * CF + F_FLAG] != b._desired(s, c))
+
     def _compose(self, s):
         out = []
         for a, o, t in self.base.successors(s):
             name = a[0]
             if name == "idle":
                 continue
+            if name == "credit" and self.desire_busy(s, a[1]):
+                continue  # a grant is not offered while c's setNotifyWorkDesired is under way
             if name in UNSUPPORTED:
                 raise ValueError(f"the thread level does not offer model step {a!r} (thread_steps.py, 'Scope')")
             if name in IO_STEPS:
@@ -198,6 +256,8 @@ class ThreadRun:
     actions: list = field(default_factory=list)
     #: non-empty: the exhaustive mode's bound was hit before every trace ran (not a verdict)
     incomplete: str = ""
+    #: False: observations only, no snapshot after each step (``--no-snapshots``)
+    snapshots: bool = True
 
     @property
     def ok(self) -> bool:
@@ -205,7 +265,7 @@ class ThreadRun:
 
     def describe(self) -> str:
         head = (f"thread level, {self.config}: {self.walks} random walks + {self.exhaustive} exhaustive traces, "
-                f"{self.steps} steps checked")
+                f"{self.steps} steps checked" + ("" if self.snapshots else " (observations only, no snapshots)"))
         if self.divergence is None:
             return head + (f": INCOMPLETE ({self.incomplete})" if self.incomplete else ": conforms")
         return f"{head}: DIVERGES\n  actions {[list(a) for a in self.actions]}\n  {self.divergence.describe()}"
@@ -238,15 +298,16 @@ def _sequences(model: ConsumerListsThreads, depth: int, cap: int | None = None) 
 
 
 def check_threads(impl: Any, config: str = "one-acquirer", *, walks: int = 20, length: int = 30, seed: int = 0,
-                  depth: int = 0) -> ThreadRun:
+                  depth: int = 0, snapshots: bool = True) -> ThreadRun:
     """Seeded random walks over the enabled thread steps and environment actions (``walks`` of
     ``length`` steps, seeds ``seed`` ...), then, with ``depth`` > 0, every trace of exactly ``depth``
-    actions (bounded exhaustive); stops at the first divergence."""
+    actions (bounded exhaustive); stops at the first divergence.  ``snapshots=False``: each step's
+    observation is checked, the implementation's state is never asked for (``--no-snapshots``)."""
     from conq.conformance.checker import Checker
 
     model = thread_model(config)
-    checker = Checker(model, impl)
-    out = ThreadRun(config)
+    checker = Checker(model, impl, snapshots=snapshots)
+    out = ThreadRun(config, snapshots=snapshots)
     try:
         for k in range(walks):
             r = checker.walk(seed + k, length)
@@ -276,8 +337,10 @@ def check_threads(impl: Any, config: str = "one-acquirer", *, walks: int = 20, l
 
 # -- the port side: the reference queue under a checker-driven scheduler -----------------------------
 #: the queue's scheduling points that are the model's thread steps (queue.py, "Interleaving points")
-MODEL_POINTS = frozenset({"pull.unnotify", "pull.find", "pull.acquire", "pull.none", "pull.deliver", "desired.queue",
-                          "publish.notify"})
+MODEL_POINTS = frozenset({"pull.unnotify", "pull.find", "pull.acquire", "pull.none", "pull.deliver", "desired.flag",
+                          "desired.queue", "publish.notify"})
+#: the two halves of setNotifyWorkDesired: the point a thread waits at -> the model step it runs next
+DESIRE_POINTS = {"desired.flag": "target_flag", "desired.queue": "set_notify_work_desired"}
 
 
 def _stepping_scheduler():
@@ -328,6 +391,11 @@ class ThreadStepsDriver:
         self._outbox: _queue.Queue = _queue.Queue()
         self.io: dict[int, list] = {}  # consumer -> [logical thread, point it waits at, result box]
         self.publishers: dict[int, Any] = {}  # message -> its publishing thread, waiting at publish.notify
+        # consumer -> [the client thread of a credit grant, the desire point it waits at]: the
+        # grant's setNotifyWorkDesired halves, run as that consumer's IO-thread steps (the model's)
+        self.desires: dict[int, list] = {}
+        #: the environment's budget (the model's ``env_budget``): each credit grant spends one
+        self.budget = int(config.get("env_budget", 0))
         self._runner = threading.Thread(target=self._run, name="thread-steps", daemon=True)
         self._runner.start()
         base = self.base or ConsumerListsDriver
@@ -416,9 +484,17 @@ class ThreadStepsDriver:
         from conq.conformance.adapters import ActionRejected
 
         inner, name = self.inner, action[0]
-        if name not in ("add_consumer", "enqueue", "enqueue_held", "unhold"):
+        if name not in ("add_consumer", "enqueue", "enqueue_held", "unhold", "credit"):
             raise ValueError(f"{name!r} is not offered at thread level (thread_steps.py, 'Scope')")
         q = inner.q
+        if name == "credit":
+            c = action[1] if len(action) == 2 and type(action[1]) is int else -1
+            if not 0 <= c < len(inner.cons):
+                raise ValueError(f"credit takes a consumer number, got {list(action)!r}")
+            if self.budget == 0:
+                raise ActionRejected("the environment's budget is spent")
+            if self._desire_busy(c):
+                raise ActionRejected(f"consumer {c}'s setNotifyWorkDesired is under way (it holds the consumer's lock)")
         if name in ("enqueue", "enqueue_held"):
             (j,) = action[1:]
             if j in inner.ids or any(k not in inner.ids for k in range(j)) or j >= inner._n_messages:
@@ -440,8 +516,14 @@ class ThreadStepsDriver:
         stop = self._run_to_point(t)
         if name not in ("enqueue", "enqueue_held") and problem:
             raise problem[0]
+        if name == "credit":
+            self.budget -= self.budget > 0
         if stop == "publish.notify" and name in ("enqueue", "unhold"):
             self.publishers[action[1]] = t
+        elif stop == "desired.flag" and name == "credit":
+            # the grant changed the consumer's desire: the client thread waits before the flag
+            # write, and the consumer's next IO-thread steps are the two halves (module docstring)
+            self.desires[action[1]] = [t, stop]
         elif stop != "exit":
             raise RuntimeError(f"{list(action)} stopped at {stop!r}, not a step of its own in the model")
         return (tuple(action), None, self._notified_since(pos))
@@ -458,6 +540,20 @@ class ThreadStepsDriver:
             raise RuntimeError(f"the publisher of message {j} stopped at {stop!r} after its notification")
         return (("notify_consumers", j), None, self._notified_since(pos))
 
+    def _desire_busy(self, c: int) -> bool:
+        """A thread of the reference is inside consumer ``c``'s setNotifyWorkDesired (holding its lock)."""
+        cur = self.io.get(c)
+        return c in self.desires or (cur is not None and cur[1] in DESIRE_POINTS)
+
+    def _desire_half(self, c: int, t: Any, label: str) -> tuple[str, str]:
+        """Run the half of setNotifyWorkDesired that thread ``t``, waiting at ``label``, owes:
+        (the model step it was, where ``t`` stopped next)."""
+        stop = self._run_to_point(t)
+        want = "desired.queue" if label == "desired.flag" else "exit"
+        if stop != want:
+            raise RuntimeError(f"consumer {c}'s {DESIRE_POINTS[label]} stopped at {stop!r}, not {want!r}")
+        return DESIRE_POINTS[label], stop
+
     def _step_io(self, c: int) -> Any:
         from conq.conformance.adapters import ActionRejected
 
@@ -467,6 +563,15 @@ class ThreadStepsDriver:
             raise ActionRejected(f"no consumer {c}")
         cur = self.io.get(c)
         pos = len(q.notifications)
+        pending = self.desires.get(c)
+        if pending is not None:  # a credit grant's halves, on the model's IO thread (module docstring)
+            t, label = pending
+            name, stop = self._desire_half(c, t, label)
+            if stop == "exit":
+                del self.desires[c]
+            else:
+                pending[1] = stop
+            return ((name, c, inner.cons[c].desired), None, self._notified_since(pos))
         if cur is None:
             con = inner.cons[c]
             if con is None or inner.removed[c] or not (inner.scheduled[c] or inner.pulling[c]):
@@ -479,6 +584,18 @@ class ThreadStepsDriver:
                 raise RuntimeError(f"consumer {c}'s pull reached {first!r} before its first step (pull.unnotify)")
             cur = [t, first, box]
         t, label, box = cur
+        con = inner.cons[c]
+        if label in DESIRE_POINTS:  # the credit ran out with the delivery: the halves, after the send
+            name, stop = self._desire_half(c, t, label)
+            box["halves"] = True
+            if stop == "exit":
+                self.io.pop(c, None)
+                inner.pulling[c] = False  # model: the IO thread is idle after the halves (pc IDLE)
+            else:
+                self.io[c] = [t, stop, box]
+            return ((name, c, con.desired), None, self._notified_since(pos))
+        if label == "pull.acquire":
+            held = set(con._acquired) if con.acquires else (set(con._reoffer), con._last_seen)
         stop = self._run_to_point(t)
         result: Any = None
         if label == "pull.unnotify":
@@ -487,17 +604,25 @@ class ThreadStepsDriver:
             name, result = "find_next_available", stop == "pull.acquire"
         elif label == "pull.acquire":
             name, result = "acquire", stop == "pull.deliver"
+            if result:  # what the pull took: its delivery's result, known before the pull returns
+                if con.acquires:
+                    (box["mid"],) = set(con._acquired) - held
+                else:
+                    popped = held[0] - set(con._reoffer)
+                    box["mid"] = min(popped) if popped else con._last_seen.id
         elif label == "pull.deliver":
             name = "deliver"
-            mid = box.get("r")
+            mid = box.get("mid")
             result = next((j for j, m in inner.ids.items() if m == mid), mid)
         elif label == "pull.none":
             name = "no_message"
         else:
             raise RuntimeError(f"consumer {c}'s IO thread waits at {label!r}, which is not a pull's step")
         if stop == "exit":
-            del self.io[c]
-            inner.pulling[c] = box.get("r") is not None
+            self.io.pop(c, None)
+            inner.pulling[c] = box.get("r") is not None and not box.get("halves")
+        elif stop in DESIRE_POINTS and label != "pull.deliver":
+            raise RuntimeError(f"consumer {c}'s pull reached {stop!r} after {label!r}: its desire is told only after the send")
         else:
             self.io[c] = [t, stop, box]
         return ((name, c), result, self._notified_since(pos))
@@ -551,14 +676,32 @@ _STEP_MEANING = {
                "`deliver`), false when another consumer acquired the entry since the find (next: `no_message`: the "
                "pull ends, it does not look again); a browser takes a reference, not the entry: true while the "
                "entry exists, even if an acquirer took it since the find",
-    "deliver": "the send: back to NOTIFIED and the pull ends (the IO thread pulls again: pull until empty); result the "
-               "message delivered",
+    "deliver": "the send: back to NOTIFIED and the pull ends (the IO thread pulls again: pull until empty, unless "
+               "this delivery used its last credit: then its next steps are `target_flag` and "
+               "`set_notify_work_desired` with desired false, and it is idle after them); result the message "
+               "delivered",
     "no_message": "nothing delivered: one other interested consumer is notified while messages are available; the pull "
                   "ends",
     "notify_consumers": "the publisher's `notifyConsumers` for the message, only while it is still available: the "
                         "browsers that have not browsed it yet (one that browsed it between the enqueue and this step "
                         "is not woken), then the Interested lists in priority order, stopping at the first acquiring "
                         "consumer notified",
+    "target_flag": "setNotifyWorkDesired, first half: the target's flag (`wants`) is written, nothing else; label "
+                   "`[\"target_flag\", c, desired]`; the IO thread's next step is the second half. Owed by a "
+                   "delivery that used the last credit (desired false) and by a `credit` that gave credit back to a "
+                   "consumer without any (desired true); where both a pull and this half could run, the model allows "
+                   "either first",
+    "set_notify_work_desired": "setNotifyWorkDesired, second half: the queue is told (queue-set-desired: the list "
+                               "move, then the consumer itself notified if it may take something now (desired), or one "
+                               "Interested consumer handed the wake-up (not desired)); label "
+                               "`[\"set_notify_work_desired\", c, desired]`, notified the consumers it notified",
+}
+
+#: the thread level's environment actions with what they do there (the call level's, not settled)
+_ENV_MEANING = {
+    "credit": "one more credit (only below `max_credit`, and only while the consumer's setNotifyWorkDesired is neither "
+              "owed nor half done), the IO thread scheduled; the environment's budget pays for it. A consumer that had "
+              "no credit now owes setNotifyWorkDesired(true): its next `[\"step\", \"io\", c]` is `target_flag`",
 }
 
 
@@ -589,8 +732,9 @@ def reference_section(cap: int = 20_000) -> list[str]:
            "carries `\"level\": \"thread\"` and the port confirms with the feature `thread-steps` in `init_ok`, see "
            "[../port-protocol.md](../port-protocol.md)). The port keeps one logical thread per consumer's IO thread "
            "and per publishing thread and stops each at its scheduling points; the checker chooses which thread runs "
-           "next. The environment actions are `add_consumer`, `enqueue`, `enqueue_held` and `unhold`, each the "
-           "model's step alone: the notification an `enqueue` or `unhold` owes is a publisher thread of its own. "
+           "next. The environment actions are `add_consumer`, `enqueue`, `enqueue_held`, `unhold` and `credit`, "
+           "each the model's step alone: the notification an `enqueue` or `unhold` owes is a publisher thread of its "
+           "own, and the setNotifyWorkDesired a `credit` owes is run by the consumer's IO thread (below). "
            "Every observation is `[label, result, notified]` (`notified` sorted ascending); an environment action's "
            "label is the action itself, with result null. The snapshot has the call level's shape, taken between "
            "steps; a credit allocated by `find_next_available` counts as held until the `acquire` takes it."), "",
@@ -598,11 +742,18 @@ def reference_section(cap: int = 20_000) -> list[str]:
     for step, meaning in _STEP_MEANING.items():
         req = '`["step", "publisher", j]`' if step == "notify_consumers" else '`["step", "io", c]`'
         label = f'`["{step}", {"j" if step == "notify_consumers" else "c"}]`'
+        if step in ("target_flag", "set_notify_work_desired"):
+            label = f'`["{step}", c, desired]`'
         seen_results = ", ".join(f"`{r}`" for r in sorted(results.get(step, ()))) or "(never reached)"
         out.append(f"| {req} | {label} | {seen_results} | {meaning} |")
-    out += ["", ("A thread with no step now (an IO thread neither scheduled nor pulling, a message whose publisher owes "
-            "nothing) answers error 13. The configurations the thread level runs on (environment budget 0, credit "
-            "that never runs out: no `setNotifyWorkDesired` runs; see conformance/consumer_lists/thread_steps.py), as "
-            "`init` sends them:"), "", "```"]
+    for name, meaning in _ENV_MEANING.items():
+        out.append(f'| `["{name}", c]` | `["{name}", c]` | `null` | {meaning} |')
+    out += ["", ("A thread with no step now (an IO thread neither scheduled, nor pulling, nor owing a half of "
+            "setNotifyWorkDesired; a message whose publisher owes nothing) answers error 13, and so does a `credit` "
+            "the model does not offer now (at `max_credit`, the budget spent, or the consumer's setNotifyWorkDesired "
+            "owed or half done). The configurations the thread level runs on, as `init` sends them (those without an "
+            "environment budget have a credit that never runs out: no `setNotifyWorkDesired` runs there; `credit` "
+            "and `credit-priority` have one credit per consumer and one grant; see "
+            "conformance/consumer_lists/thread_steps.py):"), "", "```"]
     out += configs + ["```", ""]
     return out

@@ -259,7 +259,6 @@ class MessageEntry:
 
 
 #: node states of an acquiring consumer that wants work
-_WANTS_WORK = frozenset({NodeState.INTERESTED, NodeState.NOTIFIED})
 
 
 def _sorted_ids(ids: Any) -> list[Hashable]:
@@ -337,9 +336,15 @@ class QueueConsumer:
     def _update_desired_locked(self) -> None:
         desired = self._compute_desired()
         if desired != self.desired:
+            tell = self.node is not None and not self.closed
+            # model: setNotifyWorkDesired's two halves, the target's flag, then the queue; each is a
+            # scheduling point of a deterministic scheduler (``desired.flag``, ``desired.queue``), so
+            # the thread level can run them as the model's steps ``target_flag`` and
+            # ``set_notify_work_desired`` (conformance/consumer_lists/thread_steps.py)
+            if tell and self.queue._det:
+                self.queue._point("desired.flag", self.id)
             self.desired = desired
-            if self.node is not None and not self.closed:
-                # model: setNotifyWorkDesired's two halves (the target's flag, then the queue)
+            if tell:
                 if self.queue._det:
                     self.queue._point("desired.queue", self.id)
                 self.queue.set_notify_work_desired(self, desired)
@@ -1141,21 +1146,29 @@ class Queue:
 
     def _no_higher(self, c: QueueConsumer, entry: MessageEntry | None) -> bool:
         """Upstream ``noHigherPriorityWithCredit(c, entry)``: no acquiring consumer of higher priority
-        that wants work (Interested or Notified) has an available entry it may take and, for
-        ``entry``, has not rejected it.  While nothing is consumer-specific every acquiring consumer
-        has the same next entry, so this is ``desired_at_higher_priority`` (O(levels)); else each
-        higher consumer that wants work is asked (read from the QCM before taking ``Queue._lock``:
-        the lock order puts QCM locks first)."""
-        if c.priority == DEFAULT_PRIORITY or not self.qcm.desired_at_higher_priority(c.priority):
+        whose target wants work has an available entry it may take and, for ``entry``, has not
+        rejected it.  "Wants work" is the target's flag (``QueueConsumer.desired``), as upstream's
+        ``consumer.isNotifyWorkDesired()`` (QueueConsumerImpl.java line 196: the target's flag) and
+        the model's ``_no_higher`` (F_FLAG); not the consumer's list: between setNotifyWorkDesired's
+        two halves the flag is already written and the lists not yet moved, and reading the lists
+        there let a lower-priority consumer take an entry the model keeps for the higher one (found
+        at thread level, issue 17; spec/consumer-lists.md "Thread level").  While nothing is
+        consumer-specific every acquiring consumer has the same next entry, so one higher consumer
+        that wants work decides; else each one is asked (read from the QCM before taking
+        ``Queue._lock``: the lock order puts QCM locks first).  O(higher-priority consumers)."""
+        if c.priority == DEFAULT_PRIORITY:
             return True
-        if not self._excl:
-            return False
+        excl = self._excl
         higher = []
         for h in self.qcm.all():
             if h.priority <= c.priority:
                 break
-            if h.acquires and h.state in _WANTS_WORK:
+            if h.acquires and h.desired:  # a single read of the flag, as upstream's volatile read
+                if not excl:
+                    return False
                 higher.append(h)
+        if not higher:
+            return True
         rb = entry.rejected_by if entry is not None else None
         with self._lock:
             for h in higher:
@@ -1317,6 +1330,13 @@ class Queue:
             qcm.set_notified(c, True)  # keep pulling
             if c.acquires:
                 self._sent(c, entry)
+            # Only now, after the send, a credit that ran out is told (setNotifyWorkDesired(false)):
+            # the model's IO thread updates its desire after the delivery, before it pulls again
+            # (model.py ``_io_steps``, pc START), as upstream's connection IO thread does once the
+            # link's credit changed (ConsumerTarget_1_0.updateNotifyWorkDesired).  Told between the
+            # acquire and the send, the hand-over to another consumer would come before this
+            # consumer's delivery, an order the model does not have (thread level, issue 17).
+            c._settle_credit()
             return entry.id
         finally:
             c._deliver_guard.release()
@@ -1364,8 +1384,7 @@ class Queue:
                     self._group_avail[entry.group] -= 1
                 c._acquired.add(entry.id)
         if acquired:
-            c._settle_credit()
-            return entry
+            return entry  # the credit's loss of interest is told after the send (deliver_single_message)
         # Lost the race for it (another consumer acquired it first): the credit goes back and the
         # pull ends with nothing, as upstream's AbstractQueue.attemptDelivery (restoreCredit, then
         # NO_MESSAGES; deliverSingleMessage then notifies one *other* consumer while messages
@@ -1414,8 +1433,7 @@ class Queue:
         if not shown:
             b._restore_credit()
             return None
-        b._settle_credit()
-        return entry
+        return entry  # the credit's loss of interest is told after the send (deliver_single_message)
 
     # ================================================================================================
     # observation

@@ -707,6 +707,15 @@ class ConsumerListsModel(OtherActors, Model):
                 l[self.GOWN + g] = p[o - 1] + 1 if o else 0
         return tuple(l)
 
+    #: "interested-rotates" (properties.py) reads registration order as index order ("Interested in
+    #: the reverse of their registration order"): renaming two consumers of one priority turns a
+    #: rotated list into a sorted one, so a representative alone could miss it.  With symmetry the
+    #: engines evaluate it on the representative's whole orbit (kernel.Model.orbit_properties).
+    orbit_properties = frozenset({"interested-rotates"})
+
+    def orbit(self, s):
+        return list(dict.fromkeys([s] + [self.permute(s, p) for p in self._symmetry_perms()]))
+
     def canonical(self, s):
         perms = self._symmetry_perms()
         if not perms:

@@ -224,7 +224,7 @@ def explore(
 
 
 def _explore(model: Model, max_states, symmetry, liveness, keep_edges, progress, box: list, watch: _Watch | None) -> Exploration:
-    chk = _Checks(model)
+    chk = _Checks(model, symmetry)
     props = chk.props
     live = [p for p in props if p.kind is Kind.LEADS_TO]
     check_live = liveness and not symmetry and bool(live)
@@ -365,8 +365,8 @@ def _explore(model: Model, max_states, symmetry, liveness, keep_edges, progress,
             idx = parent[idx]
         return chain[::-1]
 
-    def state_path(idx: int) -> Path:
-        return _path_of_chain(model, states, path_to(idx), via, symmetry)
+    def state_path(idx: int, goal=None) -> Path:
+        return _path_of_chain(model, states, path_to(idx), via, symmetry, goal=goal)
 
     def step_path(where: tuple[int, int, int]) -> Path:
         src, k, _dst = where

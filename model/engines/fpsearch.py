@@ -36,7 +36,7 @@ from conq.model.kernel import CheckedAction, Kind, Model, Path
 CHUNK = 1024
 
 
-def replay_positions(model: Model, init_pos: int, positions: list[int], symmetry: bool) -> Path:
+def replay_positions(model: Model, init_pos: int, positions: list[int], symmetry: bool, goal=None) -> Path:
     """The concrete path from the ``init_pos``-th initial state along the recorded successor
     positions (with symmetry: positions in the successor lists of class representatives)."""
     from conq.model.engines.results import _concretise
@@ -58,13 +58,13 @@ def replay_positions(model: Model, init_pos: int, positions: list[int], symmetry
         labs.append((a, o))
         rep = canon(t)
         targets.append(rep)
-    return _concretise(model, init, labs, canon, targets)
+    return _concretise(model, init, labs, canon, targets, goal)
 
 
 def explore_fingerprints(model: Model, max_states, symmetry: bool, progress, box: list, watch) -> Any:
     from conq.model.engines.results import Exploration, GuardInterrupt, SearchProgress, Verdict, _Checks
 
-    chk = _Checks(model)
+    chk = _Checks(model, symmetry)
     t0 = time.perf_counter()
     canon = model.canonical if symmetry else None
     fp = fingerprint
@@ -203,9 +203,9 @@ def explore_fingerprints(model: Model, max_states, symmetry: bool, progress, box
             idx = parent[idx]
         return via[idx], ks[::-1]
 
-    def state_path(idx: int) -> Path:
+    def state_path(idx: int, goal=None) -> Path:
         root, ks = chain(idx)
-        return replay_positions(model, root, ks, symmetry)
+        return replay_positions(model, root, ks, symmetry, goal)
 
     def step_path(where: tuple[int, int]) -> Path:
         root, ks = chain(where[0])

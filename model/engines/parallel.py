@@ -36,7 +36,7 @@ def _worker(w: int, W: int, model: Model, symmetry: bool, conn, inboxes) -> None
     from conq.model.engines.results import _Checks
 
     try:
-        chk = _Checks(model)
+        chk = _Checks(model, symmetry)
         canon = model.canonical if symmetry else None
         fp = fingerprint
         successors = model.successors
@@ -214,15 +214,15 @@ def explore_parallel(model: Model, W: int, max_states, symmetry: bool, progress,
                 ks.append(k)
                 gid = par
 
-        def state_path(gid: int) -> Path:
+        def state_path(gid: int, goal=None) -> Path:
             root, ks = chain(gid)
-            return replay_positions(model, root, ks, symmetry)
+            return replay_positions(model, root, ks, symmetry, goal)
 
         def step_path(where) -> Path:
             root, ks = chain(where[0])
             return replay_positions(model, root, ks + [where[1]], symmetry)
 
-        chk = _Checks(model)
+        chk = _Checks(model, symmetry)
         for (kind, name), (_lvl, _w, where) in found.items():
             {"v": chk.violated, "w": chk.witnessed, "vs": chk.violated_step, "ws": chk.witnessed_step}[kind][name] = where
         verdicts = chk.verdicts(complete, stop_reason, state_path, step_path)

@@ -166,13 +166,44 @@ class _Checks:
     loop once it is violated, a witness once it is reached: what is found first in
     breadth-first order is a shortest path."""
 
-    def __init__(self, model: Model):
+    def __init__(self, model: Model, symmetry: bool = False):
         props = model.property_list()
         self.props = props
-        self.inv = [(p.name, p.check) for p in props if p.kind is Kind.ALWAYS]
-        self.state_w = [(p.name, p.witness) for p in props if p.kind is Kind.ALWAYS] + [
-            (p.name, p.check) for p in props if p.kind is Kind.SOMETIMES
-        ] + [(p.name, p.trigger) for p in props if p.kind is Kind.LEADS_TO]
+        #: with symmetry: the properties evaluated on the whole orbit of each representative
+        #: (Model.orbit_properties: not invariant under the renamings), and their paths rebuilt to
+        #: end at the member that fired
+        self.on_orbit = frozenset(model.orbit_properties) if symmetry else frozenset()
+        #: orbit properties the reduced search cannot decide (reported skipped, see below)
+        self.undecided: dict[str, str] = {}
+        if self.on_orbit:
+            steps = sorted(p.name for p in props if p.kind is Kind.ALWAYS_STEP and p.name in self.on_orbit)
+            if steps:
+                raise ValueError(f"{model.name}: orbit_properties must be state properties, not {steps}")
+            # Evaluating on the orbit is exact only if the reachable states are closed under the
+            # renamings, i.e. the initial states are: then every member of a reachable class is
+            # reachable.  Otherwise (consumer-lists with preadded consumers: the initial Interested
+            # lists are in index order) a member may satisfy the property without being reachable,
+            # and the representative alone may miss one that is: no verdict either way.
+            inits = model.init_states()
+            known = set(inits)
+            if not all(x in known for s in inits for x in model.orbit(s)):
+                why = ("not invariant under the symmetry's renamings (Model.orbit_properties) and the initial "
+                       "states are not closed under them: not decidable on the reduced graph; check without symmetry")
+                self.undecided = {name: why for name in self.on_orbit}
+                self.on_orbit = frozenset()
+        orbit = model.orbit
+
+        def every(name, f):  # an invariant holds on the class only if it holds on every member
+            return (lambda s: all(f(x) for x in orbit(s))) if name in self.on_orbit else f
+
+        def some(name, f):  # a witness fires on the class if it fires on one member
+            return (lambda s: any(f(x) for x in orbit(s))) if name in self.on_orbit else f
+
+        live = [p for p in props if p.name not in self.undecided]
+        self.inv = [(p.name, every(p.name, p.check)) for p in live if p.kind is Kind.ALWAYS]
+        self.state_w = [(p.name, some(p.name, p.witness)) for p in live if p.kind is Kind.ALWAYS] + [
+            (p.name, some(p.name, p.check)) for p in live if p.kind is Kind.SOMETIMES
+        ] + [(p.name, p.trigger) for p in live if p.kind is Kind.LEADS_TO]
         self.step = [p for p in props if p.kind is Kind.ALWAYS_STEP]
         self.violated: dict[str, Any] = {}
         self.witnessed: dict[str, Any] = {}
@@ -267,13 +298,20 @@ class _Checks:
             # a search cut short proves nothing by what it did not reach
             return Verdict(p, "unknown", detail=f"not reached before the search was cut short ({stop_reason})")
 
+        def path_to(p: Property, where: Any, goal) -> Any:
+            # an orbit property fired on some member of the representative's class: the path is
+            # rebuilt to end at a member where it fires (``goal``), not at any member
+            return state_path(where, goal) if p.name in self.on_orbit else state_path(where)
+
         out: list[Verdict] = []
         for p in self.props:
-            if p.kind is Kind.ALWAYS:
+            if p.name in self.undecided:
+                out.append(Verdict(p, "skipped", detail=self.undecided[p.name]))
+            elif p.kind is Kind.ALWAYS:
                 if p.name in self.violated:
-                    out.append(Verdict(p, "violated", state_path(self.violated[p.name])))
+                    out.append(Verdict(p, "violated", path_to(p, self.violated[p.name], lambda s, f=p.check: not f(s))))
                 elif p.name in self.witnessed:
-                    out.append(Verdict(p, "holds", state_path(self.witnessed[p.name])))
+                    out.append(Verdict(p, "holds", path_to(p, self.witnessed[p.name], p.witness)))
                 else:
                     out.append(not_found(p, "vacuous", "its witness was never reached"))
             elif p.kind is Kind.ALWAYS_STEP:
@@ -285,13 +323,14 @@ class _Checks:
                     out.append(not_found(p, "vacuous", "its witness was never reached"))
             elif p.kind is Kind.SOMETIMES:
                 if p.name in self.witnessed:
-                    out.append(Verdict(p, "witnessed", state_path(self.witnessed[p.name])))
+                    out.append(Verdict(p, "witnessed", path_to(p, self.witnessed[p.name], p.check)))
                 else:
                     out.append(not_found(p, "unreached", "no reachable state satisfies it"))
         return out
 
 
-def _path_of_chain(model: Model, states: list, chain: list[int], via, symmetry: bool, last: int | None = None) -> Path:
+def _path_of_chain(model: Model, states: list, chain: list[int], via, symmetry: bool, last: int | None = None,
+                   goal=None) -> Path:
     """The concrete path along a chain of BFS-tree indices (``chain[0]`` an initial state),
     plus the ``last``-th successor of the chain's end when given.
 
@@ -320,10 +359,10 @@ def _path_of_chain(model: Model, states: list, chain: list[int], via, symmetry: 
         a, o, t = model.successors(rep)[last]
         labs.append((a, o))
         targets.append(model.canonical(t))
-    return _concretise(model, init, labs, model.canonical, targets)
+    return _concretise(model, init, labs, model.canonical, targets, goal)
 
 
-def _concretise(model: Model, init: Any, labels: list[tuple], canon, canon_states: list[Any]) -> Path:
+def _concretise(model: Model, init: Any, labels: list[tuple], canon, canon_states: list[Any], goal=None) -> Path:
     """Turn a path of (action, observation) labels into a concrete Path.
 
     Without symmetry the labels replay directly.  With symmetry each stored
@@ -331,6 +370,8 @@ def _concretise(model: Model, init: Any, labels: list[tuple], canon, canon_state
     different representatives: walk from the initial state and at each step
     take a concrete successor whose class is the next stored state.
     """
+    if goal is not None and canon is not None:
+        return _concretise_to(model, init, canon, canon_states, goal)
     steps = []
     state = init
     for k, (a, o) in enumerate(labels):
@@ -351,3 +392,29 @@ def _concretise(model: Model, init: Any, labels: list[tuple], canon, canon_state
         steps.append(nxt)
         state = nxt[2]
     return Path(init, tuple(steps))
+
+
+def _concretise_to(model: Model, init: Any, canon, canon_states: list[Any], goal) -> Path:
+    """A concrete path through the classes ``canon_states`` that ends at a state satisfying ``goal``
+    (an orbit property: it holds on some member of the last class, not necessarily on the one a
+    greedy walk reaches).  Breadth first over the concrete members of each class in turn, from the
+    initial states in ``init``'s orbit: at most one class's members a step (a few states)."""
+    inits = set(model.init_states())
+    start = [x for x in dict.fromkeys([init, *model.orbit(init)]) if x in inits]
+    layers: list[dict] = [dict.fromkeys(start)]
+    for target in canon_states:
+        nxt: dict = {}
+        for st in layers[-1]:
+            for a, o, t in model.successors(st):
+                if t not in nxt and canon(t) == target:
+                    nxt[t] = (st, (a, o, t))
+        layers.append(nxt)
+    end = next((t for t in layers[-1] if goal(t)), None)
+    if end is None:  # pragma: no cover - would be an orbit() that misses members, or an unsound canonical()
+        raise RuntimeError(f"{model.name}: no member of the last class satisfies the property: is orbit() complete?")
+    steps = []
+    for layer in reversed(layers[1:]):
+        prev, step = layer[end]
+        steps.append(step)
+        end = prev
+    return Path(end, tuple(reversed(steps)))

@@ -21,6 +21,7 @@ import sys
 import pytest
 
 from conq.catalog import repo_root
+from conq.conformance.consumer_lists.thread_steps import THREAD_CONFIGS
 
 PORT = repo_root() / "conformance" / "consumer_lists" / "ports" / "node" / "port.js"
 CORPUS = repo_root() / "conformance" / "consumer_lists" / "corpus"
@@ -178,7 +179,7 @@ def test_unknown_bug_name_is_refused():
 def test_clean_port_conforms_at_thread_level():
     doc = conformance("--level", "thread", "--mode", "exhaustive", "--length", "10", "--traces", "1000000")
     assert doc["ok"], json.dumps(doc)[:3000]
-    assert {c["config"] for c in doc["configs"]} == {"one-acquirer", "held", "dynamic", "same-priority", "acquirer-and-browser"}
+    assert {c["config"] for c in doc["configs"]} == set(THREAD_CONFIGS)
     assert all(c["ok"] and c["exhaustive"] > 20 and not c["incomplete"] for c in doc["configs"]), doc["configs"]
 
 

@@ -107,11 +107,12 @@ def test_the_reference_port_answers_thread_level_requests_and_their_errors():
         {"type": "action", "id": 3, "action": ["step", "publisher", 0], "snapshot": True},
         {"type": "action", "id": 4, "action": ["step", "publisher", 0]},  # owes nothing now: not enabled
         {"type": "action", "id": 5, "action": ["step", "io"]},  # malformed step
-        {"type": "action", "id": 6, "action": ["credit", 0]},  # not offered at thread level
-        {"type": "reset", "id": 7, "seed": 1},
-        {"type": "shutdown", "id": 8},
+        {"type": "action", "id": 6, "action": ["suspend", 0, "flow"]},  # not offered at thread level
+        {"type": "action", "id": 7, "action": ["credit", 0]},  # offered, but this configuration has no budget
+        {"type": "reset", "id": 8, "seed": 1},
+        {"type": "shutdown", "id": 9},
     )
-    init_ok, enq, pub, again, bad, credit, reset, bye = replies
+    init_ok, enq, pub, again, bad, suspend, credit, reset, bye = replies
     assert init_ok["type"] == "init_ok" and protocol.THREAD_STEPS in init_ok["features"]
     assert enq == {"type": "action_ok", "id": 2, "observation": [["enqueue", 0], None, []]}
     assert pub["observation"] == [["notify_consumers", 0], None, [0]]
@@ -119,7 +120,8 @@ def test_the_reference_port_answers_thread_level_requests_and_their_errors():
     assert (again["type"], again["code"], again["definite"]) == ("error", 13, True)
     assert (bad["type"], bad["code"], bad["definite"]) == ("error", 12, True)
     assert "[\"step\", \"io\" | \"publisher\", number]" in bad["text"]
-    assert (credit["code"], credit["definite"]) == (12, True) and "not offered at thread level" in credit["text"]
+    assert (suspend["code"], suspend["definite"]) == (12, True) and "not offered at thread level" in suspend["text"]
+    assert (credit["code"], credit["definite"]) == (13, True) and "budget is spent" in credit["text"]
     assert reset["type"] == "reset_ok" and bye["type"] == "shutdown_ok"
 
 
@@ -173,9 +175,116 @@ def test_the_cli_runs_the_thread_level_with_its_exit_codes(monkeypatch):
     bad = runner.invoke(app, ["conformance", "consumer-lists", "--level", "thread", "--impl", "mutant:unnotify-after-scan",
                               "--config", "one-acquirer", "--traces", "5", "--json"])
     assert bad.exit_code == 1 and json.loads(bad.stdout)["configs"][0]["actions"][-1] == ["step", "io", 0]
+    quiet = runner.invoke(app, ["conformance", "consumer-lists", "--level", "thread", "--impl", "mutant:unnotify-after-scan",
+                                "--config", "one-acquirer", "--traces", "20", "--no-snapshots"])
+    assert quiet.exit_code == 1 and "observations only" in quiet.output and "state after the step" not in quiet.output
     usage = runner.invoke(app, ["conformance", "consumer-lists", "--level", "thread", "--config", "small"])
     assert usage.exit_code == 2 and "no thread-level configuration 'small'" in usage.output
     monkeypatch.setattr(ts, "EXHAUSTIVE_CAP", 5)  # the bounded exhaustive mode's bound: incomplete, not a verdict
     capped = runner.invoke(app, ["conformance", "consumer-lists", "--level", "thread", "--mode", "exhaustive",
                                  "--config", "held", "--length", "6", "--json"])
     assert capped.exit_code == 4 and "more than 5 traces" in json.loads(capped.stdout)["configs"][0]["incomplete"]
+
+
+# -- the widened scope: setNotifyWorkDesired's halves, credit, two acquirers --------------------------
+
+def _run(driver, actions):
+    return [driver.do(a) for a in actions]
+
+
+def test_the_set_desired_halves_are_io_thread_steps_of_the_reference():
+    """``credit``: the delivery that uses the last credit is followed by the halves with desired false
+    (after the send, on the IO thread); a grant's halves (run by the client's thread in the reference)
+    are the consumer's next two IO steps, the second notifying it of the message left."""
+    d = ts.ThreadStepsDriver(json.loads(json.dumps(dict(Checker(ts.thread_model("credit"), None).config))), 0)
+    try:
+        obs = _run(d, [("enqueue", 0), ("enqueue", 1), ("step", "publisher", 0), ("step", "publisher", 1)]
+                   + [("step", "io", 0)] * 6)
+        assert [o[0] for o in obs[4:]] == [("deliver_single_message", 0), ("find_next_available", 0), ("acquire", 0),
+                                           ("deliver", 0), ("target_flag", 0, False), ("set_notify_work_desired", 0, False)]
+        assert d.snapshot()["consumers"] == [["not-interested", 0]]
+        with pytest.raises(Exception, match="neither scheduled nor pulling"):
+            d.do(("step", "io", 0))  # idle after the halves: the pull does not go on
+        assert d.do(("credit", 0)) == (("credit", 0), None, ())
+        assert d.snapshot()["consumers"] == [["not-interested", 1]]  # the flag and the lists not yet told
+        with pytest.raises(Exception, match="budget is spent"):
+            d.do(("credit", 0))
+        assert d.do(("step", "io", 0)) == (("target_flag", 0, True), None, ())
+        assert d.do(("step", "io", 0)) == (("set_notify_work_desired", 0, True), None, (0,))
+        assert d.snapshot()["consumers"] == [["notified", 1]]
+        assert d.do(("step", "io", 0))[0] == ("deliver_single_message", 0)
+    finally:
+        d.close()
+
+
+def test_a_credit_is_not_offered_while_the_consumers_desire_is_under_way():
+    """The reference holds the consumer's lock across both halves: the view does not offer ``credit``
+    between them (``desire_busy``), exactly where the driver refuses it."""
+    model = ts.thread_model("credit")
+    seen, todo, busy = set(model.init_states()), list(model.init_states()), 0
+    while todo:
+        s = todo.pop()
+        acts = model.actions(s)
+        if model.desire_busy(s, 0):
+            busy += 1
+            assert ("credit", 0) not in acts
+        for _a, _o, t in model.successors(s):
+            if t not in seen:
+                seen.add(t)
+                todo.append(t)
+    assert busy > 10, busy
+    base = ts.thread_model("credit").base
+    assert any(a == ("credit", 0) and model.desire_busy(s, 0) for s in seen for a, _o, _t in base.successors(s))
+
+
+@pytest.mark.parametrize("config", ["credit", "credit-priority", "same-priority"])
+def test_the_widened_configurations_conform_exhaustively(config):
+    r = ts.check_threads(InProcess(ts.ThreadStepsDriver), config, walks=0, depth=10)
+    assert r.ok and not r.incomplete, r.describe()
+    assert r.exhaustive >= 150, r.describe()
+
+
+def test_the_priority_check_reading_lists_is_caught_at_thread_level_only():
+    """Issue 17's third finding kept as a mutant: the old reference read a higher consumer's list for
+    "wants work"; between that consumer's halves (flag written, lists not yet moved) a lower-priority
+    consumer is offered its entry.  The thread level finds it by its bounded exhaustive traces of
+    ``credit-priority``; the call level cannot, flag and lists agree between calls."""
+    with mutants.MUTANTS["priority-reads-lists"].applied():
+        r = ts.check_threads(InProcess(ts.ThreadStepsDriver), "credit-priority", walks=0, depth=12)
+        assert not r.ok and r.divergence.kind == "observation", r.describe()
+        assert ("step", "io", 0) in r.actions and ("credit", 0) in r.actions  # the higher one's grant, then its halves
+        walks = 0
+        for config in ("small", "reasons", "reference"):
+            checker = Checker(conformance_model("consumer-lists", config, {"env_budget": 2}),
+                              InProcess(mutants._driver_cls()))
+            for seed in range(80):
+                c = checker.walk(seed, 30)
+                walks += 1
+                assert c.ok, (config, seed, c.divergence.describe())
+    assert walks == 240
+    ref = ts.check_threads(InProcess(ts.ThreadStepsDriver), "credit-priority", walks=0, depth=12)
+    assert ref.ok and ref.exhaustive > r.exhaustive, ref.describe()  # the reference: every trace conforms
+
+
+def test_the_set_desired_order_mutant_is_caught_at_thread_level():
+    """``desire-queue-before-flag`` (upstream's order of the halves): the step the model calls the
+    flag write tells the queue.  (It is also visible at call level: the priority check reads the flag,
+    so the hand-over of a consumer losing interest is refused while its flag still says "wants work",
+    the lost wake-up of the model's ``upstream-flag-order``.)"""
+    with mutants.MUTANTS["desire-queue-before-flag"].applied():
+        r = ts.check_threads(InProcess(ts.ThreadStepsDriver), "credit", walks=20, length=30)
+    assert not r.ok and r.divergence.kind == "observation", r.describe()
+    assert "target_flag" in r.divergence.describe()
+
+
+def test_no_snapshots_checks_observations_only(monkeypatch):
+    from conq.conformance.consumer_lists.thread_steps import ThreadStepsDriver
+
+    calls = []
+    monkeypatch.setattr(ThreadStepsDriver, "snapshot", lambda self: calls.append(1) or {})
+    r = ts.check_threads(InProcess(ts.ThreadStepsDriver), "one-acquirer", walks=5, length=20, snapshots=False)
+    assert r.ok and r.steps > 50 and calls == [], r.describe()
+    assert "observations only" in r.describe()
+    with mutants.MUTANTS["unnotify-after-scan"].applied():  # still caught, later: by a lost notification
+        r = ts.check_threads(InProcess(ts.ThreadStepsDriver), "one-acquirer", walks=20, length=30, snapshots=False)
+    assert not r.ok and r.divergence.kind == "observation", r.describe()

@@ -640,13 +640,16 @@ class Queue {
 // The thread level (spec/ports/consumer-lists.md, "Thread level"): the same queue, but the checker
 // runs each thread to its next scheduling point. An environment action is its own step alone; the
 // notification an arrival owes waits for its publisher thread; a consumer's IO thread stops between
-// deliverSingleMessage's parts (un-notify, find, acquire, deliver or no_message).
+// deliverSingleMessage's parts (un-notify, find, acquire, deliver or no_message) and between the
+// two halves of setNotifyWorkDesired (target_flag, set_notify_work_desired), which it runs when its
+// target's flag differs from what it should say, before it pulls again (the page: "where both a pull
+// and this half could run, the model allows either first"; this port always runs the half first).
 
 class ThreadedQueue extends Queue {
   constructor(cfg) {
     super(cfg);
     for (const c of this.consumers) {
-      c.pc = 'idle'; // idle | find | acquire | deliver | no_message
+      c.pc = 'idle'; // idle | find | acquire | deliver | no_message | desire (the second half is next)
       c.found = null; // the entry find_next_available chose
     }
   }
@@ -710,13 +713,36 @@ class ThreadedQueue extends Queue {
     return null;
   }
 
+  // setNotifyWorkDesired is owed: the flag differs from what it should say (credit used up by a
+  // delivery, or given back by `credit`), and the IO thread is between pulls
+  _desireOwed(c) {
+    return c.pc === 'desire' || (c.pc === 'idle' && c.registered && c.wants !== c.desired());
+  }
+
+  // setNotifyWorkDesired, first half: the target's flag (the reference order, flag_before_queue)
+  _ioFlag(c) {
+    c.wants = c.desired();
+    c.pc = 'desire';
+    return [['target_flag', c.id, c.wants], null];
+  }
+
+  // second half: the queue is told; the IO thread is idle after it (it stops pulling)
+  _ioQueueDesired(c) {
+    this.queueSetDesired(c, c.wants);
+    c.pulling = false;
+    c.pc = 'idle';
+    return [['set_notify_work_desired', c.id, c.wants], null];
+  }
+
   stepIo(c) {
     switch (c.pc) {
       case 'find': return [['find_next_available', c.id], this._ioFind(c)];
       case 'acquire': return [['acquire', c.id], this._ioAcquire(c)];
       case 'deliver': return [['deliver', c.id], this._ioDeliver(c)];
       case 'no_message': return [['no_message', c.id], this._ioNoMessage(c)];
+      case 'desire': return this._ioQueueDesired(c);
       default:
+        if (this._desireOwed(c)) return this._ioFlag(c);
         if (!(c.pulling || (c.registered && c.scheduled))) throw disabled(`consumer ${c.id}'s IO thread has no step now`);
         return [['deliver_single_message', c.id], this._ioStart(c)];
     }
@@ -748,8 +774,13 @@ class ThreadedQueue extends Queue {
       }
       return [label, result, [...this.notifiedLog].sort((a, b) => a - b)];
     }
-    if (!['add_consumer', 'enqueue', 'enqueue_held', 'unhold'].includes(name)) {
+    if (!['add_consumer', 'enqueue', 'enqueue_held', 'unhold', 'credit'].includes(name)) {
       throw unknown(`${JSON.stringify(name)} is not an environment action of the thread level`);
+    }
+    if (name === 'credit' && Number.isInteger(args[0]) && args[0] >= 0 && args[0] < this.consumers.length &&
+        this._desireOwed(this.consumers[args[0]])) {
+      // the page: not offered while the consumer's setNotifyWorkDesired is owed or half done
+      throw disabled(`consumer ${args[0]}'s setNotifyWorkDesired is owed or under way`);
     }
     const [result, notified] = super.perform(action);
     return [action, result, notified];
