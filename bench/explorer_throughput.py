@@ -21,6 +21,10 @@ The rows:
 then, unless --no-liveness, the whole check with liveness, old and new: search seconds beside
 liveness-analysis seconds.  With --repeat N each row is the median of N runs.
 
+``--big`` (opt-in, never in CI: about ten million states, many minutes) runs only the fingerprint
+mode on :data:`BIG` and prints its peak resident memory and bytes per state (peak over states, and
+above the memory before the search), the issue-18 goal being a 10,000,000-state run within 4 GB.
+
     /work/main/.venv/bin/python bench/explorer_throughput.py [--model consumer-lists] [--config reference]
         [--set KEY=VALUE ...] [--repeat 3] [--no-liveness] [--quick] [--json]
 
@@ -42,6 +46,9 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 #: the commit whose explorer is the ``old`` row (the last one before issue 18's changes)
 BASELINE = "a27f5be"
+#: the ~10-million-state configuration of ``--big``: the consumer-lists reference with an environment
+#: budget of 2 (5,535,959 states with budget 2 alone) and messages that may arrive held
+BIG = ("consumer-lists", "reference", {"env_budget": 2, "held": True})
 _BASELINE_FILE: list = []
 
 
@@ -95,7 +102,7 @@ peak = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, resource.getrusag
 live = [v.status for v in ex.verdicts if v.prop.kind.value == "leads-to"]
 print(json.dumps(dict(states=ex.states, transitions=ex.transitions, depth=ex.depth, complete=ex.complete,
                       search_s=ex.search_seconds, analysis_s=ex.analysis_seconds, wall_s=wall,
-                      bytes_per_state=(peak - before) / max(ex.states, 1),
+                      bytes_per_state=(peak - before) / max(ex.states, 1), peak_bytes=peak,
                       violated=sorted(v.prop.name for v in ex.verdicts if v.status == "violated"),
                       liveness=live)))
 """
@@ -126,7 +133,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="the small configuration")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--baseline", default=None, help=f"git revision whose explorer is the 'old' row (default {BASELINE})")
+    ap.add_argument("--big", action="store_true", help="only the ~10M-state fingerprint row on BIG (opt-in: many minutes)")
     a = ap.parse_args(argv)
+    if a.big:
+        model, config, overrides = BIG
+        print(f"{model} / {config} {json.dumps(overrides)}  fingerprints  (python {platform.python_version()}, "
+              f"{os.cpu_count()} cores, load {os.getloadavg()[0]:.1f})", flush=True)
+        r = measure("fingerprints", model, config, overrides, False)
+        print(f"{r['states']:,} states, {r['transitions']:,} transitions, complete {r['complete']}, search {r['search_s']:.1f} s "
+              f"({r['states'] / r['search_s']:,.0f} states/s); peak resident {r['peak_bytes'] / 2**20:,.0f} MB = "
+              f"{r['peak_bytes'] / r['states']:.0f} bytes/state ({r['bytes_per_state']:.0f} above the memory before the "
+              f"search); within 4 GB: {r['peak_bytes'] <= 4 * 2**30}")
+        if a.json:
+            print(json.dumps(r))
+        return 0
     if a.baseline:
         globals()["BASELINE"] = a.baseline
     config = "small" if a.quick else a.config
