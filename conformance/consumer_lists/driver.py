@@ -283,6 +283,15 @@ class ConsumerListsDriver:
             out["groups"] = [snap["groups"].get(str(g)) for g in range(self.n_groups)]
         return out
 
+    #: (the levels, the reading step) the last decision of ``_reads_have_effects`` was made for
+    _reads_key: tuple | None = None
+    _reads_effects = True
+
+    def _other_lists(self, levels: tuple) -> list:
+        """The node lists ``observed()`` does not show, in the order Queue.snapshot reads them."""
+        qcm = self.q.qcm
+        return [lv.notified for lv in levels] + [lv.all for lv in levels] + [qcm.not_interested, qcm.non_acquiring]
+
     def _reads_have_effects(self, lists: list) -> bool:
         """Whether reading these node lists may have an effect beyond unlinking deleted entries:
         the reading step is patched (a mutant), a list is of another class, or the queue runs under
@@ -296,9 +305,11 @@ class ConsumerListsDriver:
         field of every consumer, the whole notification log, the JSON-shaped dicts and their
         conversion) was half of in-process conformance's time (bench/checker_speed.py).  The same
         values, built as the tuples ``hashable`` makes of them (keys in sorted order); the queue's
-        node lists are read exactly as ``Queue.snapshot`` reads them (every list, through
-        ``NodeList._find_next``), so a list whose reading has side effects (the node-list mutants)
-        behaves the same.  Single-threaded, like every driver call: the queue is quiescent."""
+        node lists are read as ``Queue.snapshot`` reads them (every list, through
+        ``NodeList._find_next``) wherever reading may have an effect (the node-list mutants, a
+        deterministic scheduler: ``_reads_have_effects``), so such a list behaves the same; the
+        lists it does not show are skipped where reading only unlinks deleted entries.
+        Single-threaded, like every driver call: the queue is quiescent."""
         if not self._fast_view:
             return hashable(self.snapshot())
         q = self.q
@@ -320,15 +331,19 @@ class ConsumerListsDriver:
                     ids.append(n.value.consumer.id)
                     n = find(n)
                 interested.append((str(lv.priority), tuple(ids)))
-        others = [lv.notified for lv in levels] + [lv.all for lv in levels] + [qcm.not_interested, qcm.non_acquiring]
         # Reading the other lists only matters when reading has effects someone can see: a patched or
         # subclassed reading step (the node-list mutants), or a deterministic scheduler, to which every
         # read is a scheduling point.  The plain NodeList's read, on real threads, only unlinks
         # entries already marked deleted (never the tail): no list's contents, size or later read
         # change, so it is skipped there -- about 40% of this view (profiled, bench/checker_speed.py).
         # tests/conformance/test_checker_speed.py: the same runs and verdicts as the general view.
-        if self._reads_have_effects(others):
-            for lst in others:
+        # Decided again only when the levels (a copy-on-write tuple) or the reading step change.
+        key = (levels, NodeList._find_next)
+        if self._reads_key != key:
+            self._reads_key = key
+            self._reads_effects = self._reads_have_effects(self._other_lists(levels))
+        if self._reads_effects:
+            for lst in self._other_lists(levels):
                 find = lst._find_next
                 n = find(lst.head)
                 while n is not None:

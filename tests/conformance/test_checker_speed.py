@@ -82,19 +82,22 @@ def _verdicts(driver: type, cfg: str, seeds: int) -> list:
 
 
 def _other_lists(driver) -> list:
-    qcm = driver.q.qcm
-    levels = qcm.levels()
-    return [lv.notified for lv in levels] + [lv.all for lv in levels] + [qcm.not_interested, qcm.non_acquiring]
+    return driver._other_lists(driver.q.qcm.levels())
 
 
 def test_the_plain_view_skips_reading_lists_only_where_reading_has_no_visible_effect():
     plain = ConsumerListsDriver(config_dict(conformance_model("consumer-lists", "reference").config), 0)
     assert not plain._reads_have_effects(_other_lists(plain))
+    plain.observed()
+    assert not plain._reads_effects
     # under a node-list mutant (the reading step patched) every list is read, as Queue.snapshot reads it
     checker = Checker(conformance_model("consumer-lists", "reference"), InProcess(mutants.mutant_driver("node-list-unlinks-tail")))
     try:
         checker.walk(0, 3)
-        assert checker.impl.driver._reads_have_effects(_other_lists(checker.impl.driver))
+        driver = checker.impl.driver
+        assert driver._reads_have_effects(_other_lists(driver))
+        driver.observed()
+        assert driver._reads_effects  # the decision observed() took (and keeps for these levels)
     finally:
         checker.impl.close()
     assert not plain._reads_have_effects(_other_lists(plain))  # the patch ended with its driver
