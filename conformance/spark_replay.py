@@ -11,23 +11,37 @@ Layout of the job (one pass, no shuffle of traces):
    over partitions or executors.  So the same inputs give the same rows
    whatever the partitioning, and a task that Spark retries recomputes
    exactly the rows it lost (Spark's output commit keeps one copy).
-2. ``mapPartitions`` runs plain Python per block: build the model and the
-   implementation once per partition (a port is started once per partition),
-   generate each trace, replay it through the checker, and emit rows:
-   ``trace`` rows (index, seed, steps, verdict, first divergence, minimised
-   actions, the command that replays it alone) and ``cover`` rows (kind, key,
-   first index that hit it, sampling units that met it, a state's kind) for
-   states and transitions (keyed by stable fingerprints), actions, properties
-   witnessed and requirement ids, aggregated over the partition.
-3. The DataFrame API aggregates coverage (distinct keys, first hit per key
-   for the growth curve) and writes Parquet: ``traces/``, ``coverage/``,
-   ``violations/`` (three Spark jobs over the cached worker output; the driver
-   then reads the summary's figures from that Parquet with pyarrow rather than
-   running more Spark queries: issue 20), then ``summary.json``, ``growth.parquet``, ``estimate.parquet``
-   and ``report.md`` (with a PNG plot of coverage growth) are written by the
-   driver: coverage against the exhaustive graph when it can be explored, and
-   always the growth curve and the Chao2 estimate of the unseen states
-   (:mod:`.coverage_estimate`, spec/replay-coverage.md).
+2. One Spark stage runs plain Python per partition (``mapPartitionsWithIndex``
+   over the block numbers): build the model and the implementation once per
+   partition (a port is started once per partition; a reused Python worker
+   keeps the model's set-up, :data:`_SETUP`), generate each trace, replay it
+   through the checker, and make rows: ``trace`` rows (index, seed, steps,
+   verdict, first divergence, minimised actions, the command that replays it
+   alone) and ``cover`` rows (kind, key, first index that hit it, sampling
+   units that met it, a state's kind) for states and transitions (keyed by
+   stable fingerprints), actions, properties witnessed and requirement ids,
+   aggregated over the partition.  The task writes its trace rows itself
+   (pyarrow) as ``traces/part-NNNNN.parquet``, and its cover rows and
+   violations to a scratch folder, each file renamed into place, so a retried
+   task replaces its own files with the same rows; only one small tuple per
+   partition goes back to the driver.
+3. The driver merges coverage (one row per key: least index for the growth
+   curve, units summed, a state's kind) and the violations (sorted by index)
+   with pyarrow, writes ``coverage/`` and ``violations/``, and tells the
+   summary from those tables in memory; then ``summary.json``,
+   ``growth.parquet``, ``estimate.parquet`` and ``report.md`` (with a PNG plot
+   of coverage growth): coverage against the exhaustive graph when it can be
+   explored, and always the growth curve and the Chao2 estimate of the unseen
+   states (:mod:`.coverage_estimate`, spec/replay-coverage.md).  Issue 20
+   measured the previous layout (rows as Arrow batches through the JVM,
+   Spark's Parquet writer, a ``groupBy`` shuffle, three Spark jobs) at most of
+   a small job's cost; ``run_replay(legacy=True)`` still runs it, for the
+   equality test and the benchmark.
+
+``run_replay(keep_session=True)`` keeps the Spark session (its JVM, its Python
+workers with conq imported, its package zip) for the next replays of the
+process: ``conq run``'s replays and ``conq replay --config A --config B``
+share one; :func:`close_session` ends it.
 
 The code reaches executors as a zip of the ``conq`` package built at job
 start (:func:`package_zip`) and shipped with ``addPyFile``, so a cluster needs
@@ -74,6 +88,10 @@ class ReplayParams:
     max_line_bytes: int | None = None
     #: test hook: a task attempt number that must fail once (proves retries are harmless)
     fail_first_attempt_of_partition: int | None = None
+    #: also count coverage by symmetry class (``--symmetry``): each state's canonical form under the
+    #: model's ``canonical`` (issue 18) is a ``canonical_state`` cover row, counted against the
+    #: explorer's symmetric graph (spec/replay-coverage.md, "Coverage by symmetry class")
+    symmetry: bool = False
 
 
 def stable_hash(value: Any) -> int:
@@ -146,6 +164,9 @@ def _replay(params: ReplayParams, blocks: Iterable[int], per_block: bool) -> Ite
     from .suite import make_impl
 
     model, checks, hits, prefixes = _setup(params)
+    # the states of a call-level view are states of its model (settled ones), so the model's own
+    # canonical form names their symmetry class (conformance/consumer_lists/calls.py keeps ``base``)
+    canon = getattr(model, "base", model).canonical if params.symmetry else None
     impl = make_impl(params.impl, model.name, timeout=params.timeout, max_line_bytes=params.max_line_bytes)
     checker = Checker(model, impl, snapshots=params.snapshots, record=True)
     base_cmd = _replay_command(params)
@@ -210,6 +231,8 @@ def _replay(params: ReplayParams, blocks: Iterable[int], per_block: bool) -> Ite
                     if key not in first:
                         first[key] = index
                         classes[key] = state_class(model, s)
+                        if canon is not None:  # first sight of a member: the class's least index too
+                            first.setdefault((CANONICAL, fp(canon(s))), index)
                         for pred, name in checks:
                             if pred(s):
                                 for k in hits[name]:
@@ -235,6 +258,11 @@ def _replay(params: ReplayParams, blocks: Iterable[int], per_block: bool) -> Ite
             yield from cover_rows()
     finally:
         impl.close()
+
+
+#: the cover kind of a state's symmetry class (``ReplayParams.symmetry``): key = fingerprint of
+#: ``model.canonical(state)``
+CANONICAL = "canonical_state"
 
 
 def replay_one(params: ReplayParams, index: int) -> tuple:
@@ -289,6 +317,8 @@ def _replay_command(p: ReplayParams) -> str:
     cmd += "".join(f" --set {k}={v}" for k, v in p.overrides.items())
     if p.impl != "reference":
         cmd += f" --impl '{p.impl}'"
+    if p.symmetry:
+        cmd += " --symmetry"
     return cmd
 
 
@@ -350,6 +380,161 @@ def _partition_fn(params: ReplayParams, batch_rows: int = 2048):
             yield _batch(buf, schema)
 
     return run
+
+
+# -- the job in one Spark stage (issue 20) ---------------------------------------------------------
+
+#: Parquet schemas of the tables the tasks and the driver write with pyarrow; the same column names
+#: and types as the tables Spark's writer made before (tests/conformance/test_spark_replay.py
+#: compares the rows with the legacy job's)
+def _trace_schema():
+    import pyarrow as pa
+
+    return pa.schema([("index", pa.int64()), ("seed", pa.int64()), ("steps", pa.int32()), ("ok", pa.bool_()),
+                      ("kind", pa.string()), ("step", pa.int32()), ("divergence", pa.string()),
+                      ("minimised", pa.string()), ("replay", pa.string())])
+
+
+def _cover_part_schema():
+    import pyarrow as pa
+
+    return pa.schema([("kind", pa.string()), ("key", pa.string()), ("index", pa.int64()), ("units", pa.int64()),
+                      ("class", pa.string())])
+
+
+def _write_parquet_atomically(table, target: Path, scratch: Path) -> None:
+    """Write ``table`` to ``target`` through a file in ``scratch`` renamed into place: a task
+    attempt that dies mid-write leaves nothing in the output table, and a retried or speculative
+    attempt of the same partition replaces the file with identical bytes' worth of rows."""
+    import pyarrow.parquet as pq
+
+    tmp = scratch / f".{target.name}.{os.getpid()}.{time.monotonic_ns()}"
+    pq.write_table(table, tmp)
+    os.replace(tmp, target)
+
+
+def _table(rows: list[tuple], schema):
+    import pyarrow as pa
+
+    cols = list(zip(*rows)) if rows else [()] * len(schema)
+    return pa.Table.from_arrays([pa.array(c, type=f.type) for c, f in zip(cols, schema)], schema=schema)
+
+
+def _task_fn(params: ReplayParams, traces_dir: str, scratch_dir: str, batch_rows: int = 4096):
+    """The per-partition function of the one-stage job: replay the partition's blocks (as
+    :func:`_replay`), write its trace rows to ``traces/part-NNNNN.parquet`` and its aggregated
+    cover rows and violations to the scratch folder with pyarrow, and return one small tuple
+    (partition, traces, steps, diverged) to the driver.  Nothing row-sized crosses to the JVM:
+    issue 20 measured the Arrow round trip, the JVM Parquet writer and the coverage shuffle at
+    most of a 4,096-trace job's overhead (spec/replay-coverage.md, "Cost of a job")."""
+
+    def run(pid: int, items) -> Iterator[tuple]:
+        cpu0, wall0 = time.process_time(), time.perf_counter()
+        blocks = [int(b) for b in items]
+        if params.fail_first_attempt_of_partition is not None:
+            from pyspark import TaskContext
+
+            ctx = TaskContext.get()
+            if ctx is not None and pid == params.fail_first_attempt_of_partition and ctx.attemptNumber() == 0:
+                # Do some rows' worth of work first, then die: the retry must not duplicate them.
+                list(_replay(params, blocks[:1], per_block=False))
+                raise RuntimeError("injected failure of the first attempt (retry test)")
+        if not blocks:
+            return
+        import pyarrow.parquet as pq
+
+        scratch = Path(scratch_dir)
+        ts, cs = _trace_schema(), _cover_part_schema()
+        name = f"part-{pid:05d}.parquet"
+        # trace rows go to the file in batches (a partition's rows need not fit in memory at once)
+        tmp = scratch / f".{name}.{os.getpid()}.{time.monotonic_ns()}"
+        writer = pq.ParquetWriter(tmp, ts)
+        buf: list[tuple] = []
+        cover_rows: list[tuple] = []
+        bad: list[tuple] = []
+        n = steps = 0
+        try:
+            for row in _replay(params, blocks, per_block=False):
+                if row[0] == "trace":
+                    buf.append(row[1:])
+                    n += 1
+                    steps += row[3]
+                    if not row[4]:
+                        bad.append(row[1:])
+                    if len(buf) >= batch_rows:
+                        writer.write_table(_table(buf, ts))
+                        buf = []
+                else:
+                    cover_rows.append(row[1:])
+            writer.write_table(_table(buf, ts))
+        finally:
+            writer.close()
+        os.replace(tmp, Path(traces_dir) / name)
+        _write_parquet_atomically(_table(cover_rows, cs), scratch / f"cover-{name}", scratch)
+        if bad:
+            _write_parquet_atomically(_table(bad, ts), scratch / f"violations-{name}", scratch)
+        # the last two: this task's CPU and wall seconds in the Python worker (LAST_JOB, the benchmark)
+        yield (pid, n, steps, len(bad), time.process_time() - cpu0, time.perf_counter() - wall0)
+
+    return run
+
+
+def _merge_outputs(staging: Path, scratch: Path, results: list[tuple], truth: bool):
+    """On the driver, after the one Spark stage: the coverage table (one row per key: its least
+    index, the sum of its units, its class -- what the legacy job's ``groupBy`` gave) and the
+    violations table (sorted by index) written with pyarrow, and the summary's figures told from
+    them in memory (:func:`_summary_from_tables`)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    parts = sorted(scratch.glob("cover-part-*.parquet"))
+    cover = pa.concat_tables([pq.read_table(p) for p in parts]) if parts else _cover_part_schema().empty_table()
+    g = cover.group_by(["kind", "key"], use_threads=False).aggregate(
+        [("index", "min"), ("units", "sum"), ("class", "min")])
+    coverage = pa.table({"kind": g["kind"], "key": g["key"], "first_index": g["index_min"],
+                         "units": g["units_sum"], "class": g["class_min"]}).sort_by([("kind", "ascending"), ("key", "ascending")])
+    (staging / "coverage").mkdir()
+    pq.write_table(coverage, staging / "coverage" / "part-00000.parquet")
+    vparts = sorted(scratch.glob("violations-part-*.parquet"))
+    violations = (pa.concat_tables([pq.read_table(p) for p in vparts]).sort_by("index") if vparts
+                  else _trace_schema().empty_table())
+    (staging / "violations").mkdir()
+    pq.write_table(violations, staging / "violations" / "part-00000.parquet")
+    traces_dir = staging / "traces"
+    if not any(traces_dir.glob("part-*.parquet")):
+        pq.write_table(_trace_schema().empty_table(), traces_dir / "part-00000.parquet")
+    agg = {"n": sum(r[1] for r in results), "steps": sum(r[2] for r in results), "bad": sum(r[3] for r in results)}
+    return _summary_from_tables(agg, coverage, violations, truth)
+
+
+def _summary_from_tables(agg: dict, coverage, violations, truth: bool):
+    """The summary's figures from the coverage and violations tables (pyarrow, in memory): what
+    :func:`_summary_by_spark` tells with Spark queries over the written tables (trace totals come
+    from the tasks' tuples)."""
+    cover = coverage.select(["kind", "key", "first_index", "units", "class"]).to_pydict()
+    kinds: dict[str, int] = {}
+    names: dict[str, list[str]] = {k: [] for k in ("action", "property", "requirement")}
+    growth_c: dict[int, int] = {}
+    incid_c: dict[tuple, int] = {}
+    state_keys: set[int] = set()
+    trans_keys: set[int] = set()
+    for kind, key, first, units, cls in zip(cover["kind"], cover["key"], cover["first_index"], cover["units"], cover["class"]):
+        kinds[kind] = kinds.get(kind, 0) + 1
+        if kind in names:
+            names[kind].append(key)
+        elif kind in ("state", "transition"):
+            k = (kind, units, cls)
+            incid_c[k] = incid_c.get(k, 0) + 1
+            if kind == "state":
+                growth_c[first] = growth_c.get(first, 0) + 1
+            if truth:
+                (state_keys if kind == "state" else trans_keys).add(int(key))
+    names = {k: sorted(v) for k, v in names.items()}
+    growth = sorted(growth_c.items())
+    incid = [{"kind": k, "units": u, "class": c, "c": n}
+             for (k, u, c), n in sorted(incid_c.items(), key=lambda x: (x[0][0], x[0][1] or 0, x[0][2] or ""))]
+    first = violations.slice(0, 20).to_pylist()
+    return agg, kinds, names, growth, incid, state_keys, trans_keys, first
 
 
 # -- shipping the code -----------------------------------------------------------------
@@ -535,6 +720,13 @@ class ReplaySummary:
     growth_points: list[list[int]] = field(default_factory=list)
     #: the rarest kinds of states seen (``coverage_estimate.rare_classes``)
     rare_classes: list[dict[str, Any]] = field(default_factory=list)
+    #: ``--symmetry``: symmetry classes of the states seen (distinct ``model.canonical`` forms);
+    #: with the graph: the classes of the call-level graph's states, the share of them seen, and
+    #: the states of the model's symmetric graph (``explore(symmetry=True)``: the manifest's count)
+    states_covered_canonical: int | None = None
+    graph_states_canonical: int | None = None
+    state_fraction_canonical: float | None = None
+    symmetric_graph_states: int | None = None
 
     @property
     def ok(self) -> bool:
@@ -552,6 +744,7 @@ def run_replay(
     say=print,
     graph_max_states: int = 200_000,
     legacy: bool = False,
+    keep_session: bool = False,
 ) -> ReplaySummary:
     """Run the job and write its output folder ``out``.
 
@@ -572,9 +765,15 @@ def run_replay(
 
     ``legacy=True`` runs the job as before issue 20 (the summary told by eleven Spark queries over
     the tables read back, violations sorted by a range shuffle); the default writes the same three
-    tables in three Spark jobs and reads the summary from the written Parquet on the driver.  The
-    outputs are equal (tests/conformance/test_spark_replay.py); the switch exists for that test
-    and for ``bench/replay_scaling.py``, which times both in one run."""
+    tables from one Spark stage (the tasks write their own Parquet with pyarrow) and merges
+    coverage and violations on the driver.  The outputs are equal
+    (tests/conformance/test_spark_replay.py); the switch exists for that test and for
+    ``bench/replay_scaling.py``, which times both in one run.
+
+    ``keep_session=True`` leaves the Spark session running after the job, for the next
+    ``run_replay`` of this process with the same ``master`` and ``conf`` (its Python workers stay
+    up with conq imported and the model set up); :func:`close_session` stops it (also at exit).
+    Without it, a session kept by an earlier call is reused and then stopped."""
     from .views import conformance_model
 
     if params.mode not in ("random", "coverage", "exhaustive"):
@@ -592,7 +791,8 @@ def run_replay(
     if problem:
         raise ReplayError(problem)
     with sigterm_exits():  # SIGTERM: a clean exit, so the cleanup below runs
-        return _run_replay(params, model, master, final, partitions, truth, conf, say, graph_max_states, legacy)
+        return _run_replay(params, model, master, final, partitions, truth, conf, say, graph_max_states, legacy,
+                           keep_session)
 
 
 #: Replay targets whose call-level graph is beyond what the replay explores for its coverage truth
@@ -630,60 +830,62 @@ def graph_out_of_reach(params: ReplayParams) -> str | None:
 
 
 def _run_replay(params, model, master, final: Path, partitions, truth, conf, say, graph_max_states=200_000,
-                legacy: bool = False) -> ReplaySummary:
+                legacy: bool = False, keep_session: bool = False) -> ReplaySummary:
     t0 = time.perf_counter()
     staging: Path | None = None
     tmp: Path | None = None
     started_spark = False
     try:
         staging = _make_staging(final)
-        tmp = Path(tempfile.mkdtemp(prefix="conq-replay-"))
-        say(f"starting Spark ({master})")
-        started_spark = True
-        spark = spark_session(master, conf=conf)
+        kept = _kept_session(master, conf)
+        if kept is not None:
+            # A later replay in a kept session: its JVM, its Python workers (with conq imported and
+            # the model set up: _SETUP) and its package zip serve this job too.
+            say(f"reusing the Spark session ({master})")
+            started_spark = True
+            spark = kept["spark"]
+        else:
+            close_session()  # another master or configuration: a new context
+            tmp = Path(tempfile.mkdtemp(prefix="conq-replay-"))
+            say(f"starting Spark ({master})")
+            started_spark = True
+            spark = spark_session(master, conf=conf)
+            spark.sparkContext.addPyFile(str(package_zip(tmp)))
+            if keep_session:
+                _KEPT["session"] = {"key": _session_key(master, conf), "spark": spark, "sc": spark.sparkContext, "tmp": tmp}
+                _register_exit_hook()
+                tmp = None  # the kept session owns the zip now (close_session removes it)
         sc = spark.sparkContext
-        sc.addPyFile(str(package_zip(tmp)))
         t_job = time.perf_counter()
         blocks = (params.traces + BLOCK - 1) // BLOCK
         # one partition per core (times two, so a slow core does not hold the job up):
         # each partition pays its set-up and its batches once
         parts = partitions or max(1, min(blocks, sc.defaultParallelism * 2))
         say(f"replaying {params.traces:,} traces ({params.mode}, length {params.length}) in {blocks} blocks on {parts} partitions")
-        from pyspark import StorageLevel
-        from pyspark.sql import functions as F
-
-        # the Python workers' only pass: block numbers in, Arrow batches out (no Python rows
-        # cross to the JVM), kept for the two writes below
-        rows = spark.range(0, blocks, 1, parts).mapInArrow(_partition_fn(params), ROW_DDL)
-        rows.persist(StorageLevel.MEMORY_AND_DISK)
-        traces_df = rows.filter(F.col("tag") == "trace").select(*TRACE_COLUMNS)
-        # one row per key: its least trace index, the sampling units that met it (summed over the
-        # partitions: a unit never spans two) and, for a state, its kind
-        cover_df = (
-            rows.filter(F.col("tag") == "cover").groupBy("kind", "key")
-            .agg(F.min("index").alias("first_index"), F.sum("units").alias("units"), F.min("class").alias("class"))
-        )
-        say("writing traces/ (Parquet)")
-        traces_df.write.mode("overwrite").parquet(str(staging / "traces"))
-        say("aggregating coverage/ (Parquet)")
-        cover_df.write.mode("overwrite").parquet(str(staging / "coverage"))
         beyond = graph_out_of_reach(params)
         graph_note = ("not explored (--no-graph)" if not truth else f"not explored: {beyond}" if beyond else "")
         truth = truth and not beyond
         if legacy:
-            agg, kinds, names, growth, incid, state_keys, trans_keys, violations = _summary_by_spark(spark, staging, truth)
+            agg, kinds, names, growth, incid, state_keys, trans_keys, violations = _legacy_job(spark, params, staging, parts, blocks, truth, say)
         else:
-            # Violations from the cached rows, sorted inside one partition: the same rows in the
-            # same order as a global orderBy, without its sampling job and shuffle.
-            (rows.filter((F.col("tag") == "trace") & ~F.col("ok")).select(*TRACE_COLUMNS).coalesce(1)
-             .sortWithinPartitions("index").write.mode("overwrite").parquet(str(staging / "violations")))
-            # Everything else the summary needs is read from the Parquet just written, on the
-            # driver (which owns the output folder): no more Spark jobs.  Issue 20 measured the
-            # legacy path's summary queries and sorted shuffle at about 0.9 s of every job whatever
-            # its size (bench/replay_scaling.py: a 1-trace job at local[2], 2.92 s -> 2.05 s).
-            agg, kinds, names, growth, incid, state_keys, trans_keys, violations = _summary_from_parquet(staging, truth)
+            # One Spark stage: block numbers in, each task writes its own traces/ part and its cover
+            # rows and violations (pyarrow), one small tuple per partition comes back.  The driver
+            # merges coverage and violations with pyarrow and tells the summary from them in memory.
+            scratch = staging / "_scratch"
+            scratch.mkdir()
+            (staging / "traces").mkdir()
+            say("replaying and writing traces/ (Parquet)")
+            results = (sc.parallelize(range(blocks), parts)
+                       .mapPartitionsWithIndex(_task_fn(params, str(staging / "traces"), str(scratch))).collect())
+            t_merge = time.perf_counter()
+            say("merging coverage/ and violations/ (Parquet)")
+            agg, kinds, names, growth, incid, state_keys, trans_keys, violations = _merge_outputs(staging, scratch, results, truth)
+            shutil.rmtree(scratch)
+            LAST_JOB.clear()
+            LAST_JOB.update(stage_seconds=t_merge - t_job, merge_seconds=time.perf_counter() - t_merge,
+                            task_cpu_seconds=[round(r[4], 3) for r in results], task_seconds=[round(r[5], 3) for r in results],
+                            reused_session=kept is not None)
         partitions_used = parts
-        rows.unpersist()
         job_seconds = time.perf_counter() - t_job
         summary = ReplaySummary(
             params=asdict(params), master=master, partitions=partitions_used, traces=int(agg["n"] or 0),
@@ -693,12 +895,17 @@ def _run_replay(params, model, master, final: Path, partitions, truth, conf, say
             violations=violations, job_seconds=round(job_seconds, 3), graph=graph_note,
         )
         _estimate(params, summary, growth, incid)
+        canon_keys = _canonical_keys(staging) if params.symmetry else None
+        if canon_keys is not None:
+            summary.states_covered_canonical = len(canon_keys)
         if truth:
             say("exploring the bounded graph for the coverage truth")
-            _compare_with_graph(model, summary, state_keys, trans_keys, params.length, graph_max_states)
+            _compare_with_graph(model, summary, state_keys, trans_keys, params.length, graph_max_states, canon_keys)
         elif summary.graph:
             say(f"no exhaustive graph: {summary.graph}")
-        spark.stop()  # a later run in this process may want another master
+        if not keep_session:
+            close_session()
+            spark.stop()  # a later run in this process may want another master
         started_spark = False
         summary.seconds = round(time.perf_counter() - t0, 2)
         summary.out = str(final)
@@ -711,12 +918,94 @@ def _run_replay(params, model, master, final: Path, partitions, truth, conf, say
         if started_spark:
             # no Spark task may write into the staging folder once it is removed
             _stop_spark(hard=isinstance(e, (SystemExit, KeyboardInterrupt)))
+            close_session(stopped=True)
         if staging is not None and not getattr(e, "keep_staging", False):
             shutil.rmtree(staging, ignore_errors=True)
         raise
     finally:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _legacy_job(spark, params, staging: Path, parts: int, blocks: int, truth: bool, say):
+    """The job as before issue 20: the Python workers' rows as Arrow batches through the JVM,
+    cached, traces/ and coverage/ written by Spark's Parquet writer (coverage through a
+    ``groupBy`` shuffle), then the summary told by eight Spark queries over the tables read back
+    and violations written through a global sort (:func:`_summary_by_spark`).  Kept for the
+    equality test and for ``bench/replay_scaling.py``'s "old" column."""
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
+    rows = spark.range(0, blocks, 1, parts).mapInArrow(_partition_fn(params), ROW_DDL)
+    rows.persist(StorageLevel.MEMORY_AND_DISK)
+    traces_df = rows.filter(F.col("tag") == "trace").select(*TRACE_COLUMNS)
+    cover_df = (
+        rows.filter(F.col("tag") == "cover").groupBy("kind", "key")
+        .agg(F.min("index").alias("first_index"), F.sum("units").alias("units"), F.min("class").alias("class"))
+    )
+    say("writing traces/ (Parquet)")
+    traces_df.write.mode("overwrite").parquet(str(staging / "traces"))
+    say("aggregating coverage/ (Parquet)")
+    cover_df.write.mode("overwrite").parquet(str(staging / "coverage"))
+    try:
+        return _summary_by_spark(spark, staging, truth)
+    finally:
+        rows.unpersist()
+
+
+#: where the last one-stage job's time went (``bench/replay_scaling.py`` prints it): the Spark
+#: stage's wall seconds, the driver's merge, each task's CPU and wall seconds in its Python worker,
+#: and whether the session was a kept one
+LAST_JOB: dict[str, Any] = {}
+
+
+def _session_key(master: str, conf: dict[str, str] | None) -> str:
+    return json.dumps([master, sorted((conf or {}).items())])
+
+
+#: the Spark session ``run_replay(keep_session=True)`` keeps for the next replays of this process
+#: (``conq run``'s replays, ``conq replay --config A --config B``): its context, its key (master and
+#: configuration) and the folder of its package zip.  A reused session keeps its Python workers
+#: (``spark.python.worker.reuse``), which have conq imported and the model set up: issue 20
+#: measured their start-up at most of a small job's cost (spec/replay-coverage.md, "Cost of a job").
+_KEPT: dict[str, Any] = {}
+
+
+def _kept_session(master: str, conf: dict[str, str] | None) -> dict[str, Any] | None:
+    """The kept session when it serves ``master`` and ``conf`` and is still the live context."""
+    kept = _KEPT.get("session")
+    if kept is None or kept["key"] != _session_key(master, conf):
+        return None
+    from pyspark import SparkContext
+
+    if SparkContext._active_spark_context is not kept["sc"] or kept["sc"]._jsc is None:
+        close_session(stopped=True)  # someone stopped or replaced it
+        return None
+    return kept
+
+
+def close_session(stopped: bool = False) -> None:
+    """Stop the Spark session kept by ``run_replay(keep_session=True)``, if any, and remove its
+    package zip.  ``stopped``: the context is already stopped (or must not be called any more)."""
+    kept = _KEPT.pop("session", None)
+    if kept is None:
+        return
+    try:
+        if not stopped:
+            kept["spark"].stop()
+    finally:
+        shutil.rmtree(kept["tmp"], ignore_errors=True)
+
+
+_EXIT_HOOK: list[bool] = []
+
+
+def _register_exit_hook() -> None:
+    if not _EXIT_HOOK:
+        import atexit
+
+        atexit.register(close_session)
+        _EXIT_HOOK.append(True)
 
 
 def _summary_by_spark(spark, staging: Path, truth: bool):
@@ -744,43 +1033,6 @@ def _summary_by_spark(spark, staging: Path, truth: bool):
             (state_keys if r["kind"] == "state" else trans_keys).add(int(r["key"]))
     violations = [r.asDict() for r in violations_df.limit(20).collect()]
     agg = {"n": agg["n"], "steps": agg["steps"], "bad": agg["bad"]}
-    return agg, kinds, names, growth, incid, state_keys, trans_keys, violations
-
-
-def _summary_from_parquet(staging: Path, truth: bool):
-    """What :func:`_summary_by_spark` tells, read with pyarrow from the tables the job wrote: the
-    trace totals from two columns of ``traces/``, coverage counts, names, growth and incidence
-    counts from ``coverage/`` (one row per key: small next to the traces), the first violations
-    from ``violations/`` (sorted by index)."""
-    import pyarrow.compute as pc
-    import pyarrow.parquet as pq
-
-    tr = pq.read_table(staging / "traces", columns=["steps", "ok"])
-    agg = {"n": tr.num_rows, "steps": pc.sum(tr["steps"]).as_py(),
-           "bad": tr.num_rows - pc.sum(pc.cast(tr["ok"], "int64")).as_py() if tr.num_rows else None}
-    cover = pq.read_table(staging / "coverage", columns=["kind", "key", "first_index", "units", "class"]).to_pydict()
-    kinds: dict[str, int] = {}
-    names: dict[str, list[str]] = {k: [] for k in ("action", "property", "requirement")}
-    growth_c: dict[int, int] = {}
-    incid_c: dict[tuple, int] = {}
-    state_keys: set[int] = set()
-    trans_keys: set[int] = set()
-    for kind, key, first, units, cls in zip(cover["kind"], cover["key"], cover["first_index"], cover["units"], cover["class"]):
-        kinds[kind] = kinds.get(kind, 0) + 1
-        if kind in names:
-            names[kind].append(key)
-        elif kind in ("state", "transition"):
-            k = (kind, units, cls)
-            incid_c[k] = incid_c.get(k, 0) + 1
-            if kind == "state":
-                growth_c[first] = growth_c.get(first, 0) + 1
-            if truth:
-                (state_keys if kind == "state" else trans_keys).add(int(key))
-    names = {k: sorted(v) for k, v in names.items()}
-    growth = sorted(growth_c.items())
-    incid = [{"kind": k, "units": u, "class": c, "c": n}
-             for (k, u, c), n in sorted(incid_c.items(), key=lambda x: (x[0][0], x[0][1] or 0, x[0][2] or ""))]
-    violations = pq.read_table(staging / "violations").slice(0, 20).to_pylist()
     return agg, kinds, names, growth, incid, state_keys, trans_keys, violations
 
 
@@ -979,8 +1231,42 @@ def _estimate(params: ReplayParams, summary: ReplaySummary, growth: list[tuple[i
     summary.rare_classes = rare_classes(classes)
 
 
+def _canonical_keys(staging: Path) -> set[int]:
+    """The symmetry classes the replay met: the ``canonical_state`` keys of ``coverage/``."""
+    import pyarrow.parquet as pq
+
+    t = pq.read_table(staging / "coverage", columns=["kind", "key"], filters=[("kind", "=", CANONICAL)])
+    return {int(k) for k in t.column("key").to_pylist()}
+
+
+def _compare_symmetric(model, summary: ReplaySummary, states: list, canon_keys: set[int], max_states: int | None) -> str:
+    """Coverage by symmetry class: the classes of the call-level graph's states (their images under
+    the model's ``canonical``), the share of them the replay met, and the model's own symmetric graph
+    (``explore(symmetry=True)``, whose states are canonical forms: the manifest's symmetric count).
+    Returns a note for ``missed`` (empty when every class met is one of the symmetric graph's)."""
+    from conq.model.engines.explorer import explore
+    from conq.model.engines.fingerprint import fingerprint
+
+    base = getattr(model, "base", model)
+    image = {fingerprint(base.canonical(s)) for s in states}
+    summary.graph_states_canonical = len(image)
+    summary.state_fraction_canonical = len(canon_keys & image) / len(image) if image else 1.0
+    sym = explore(base, liveness=False, symmetry=True, max_states=max_states)
+    if not sym.complete:
+        return f"the symmetric graph has more than {max_states:,} states; not compared"
+    sym_keys = {fingerprint(s) for s in sym.state_list}
+    summary.symmetric_graph_states = len(sym_keys)
+    notes = []
+    if len(canon_keys & image) < len(image):
+        notes.append(f"{len(image) - len(canon_keys & image)} symmetry classes of call-level states not reached")
+    if canon_keys - sym_keys:
+        notes.append(f"{len(canon_keys - sym_keys)} symmetry classes reached that the symmetric graph does not know "
+                     "(canonical form or model/implementation drift?)")
+    return "; ".join(notes)
+
+
 def _compare_with_graph(model, summary: ReplaySummary, state_keys: set[int], trans_keys: set[int], length: int,
-                        max_states: int | None = 200_000) -> None:
+                        max_states: int | None = 200_000, canon_keys: set[int] | None = None) -> None:
     from conq.model.engines.explorer import explore
     from conq.model.engines.fingerprint import fingerprint
 
@@ -1020,6 +1306,10 @@ def _compare_with_graph(model, summary: ReplaySummary, state_keys: set[int], tra
         notes.append(f"{len(all_trans) - hit_t} transitions not taken")
     if extra:
         notes.append(f"{extra} states reached that the explorer does not know (model/implementation drift?)")
+    if canon_keys is not None:
+        note = _compare_symmetric(model, summary, states, canon_keys, max_states)
+        if note:
+            notes.append(note)
     summary.missed = "; ".join(notes)
 
 
@@ -1099,6 +1389,14 @@ def _write_outputs(directory: Path, s: ReplaySummary, growth: list[tuple[int, in
     ]
     if s.missed:
         lines += [f"Not covered: {s.missed}", ""]
+    if s.states_covered_canonical is not None:
+        line = f"Symmetry classes (--symmetry, the model's canonical form): {s.states_covered_canonical:,} seen"
+        if s.graph_states_canonical:
+            line += (f" of the {s.graph_states_canonical:,} classes of the call-level graph's states "
+                     f"({100 * s.state_fraction_canonical:.1f}%)")
+        if s.symmetric_graph_states:
+            line += f"; the model's symmetric graph has {s.symmetric_graph_states:,} states (call steps and the internal steps between them)"
+        lines += [line + ".", ""]
     lines += _closeness_lines(s)
     if png is not None:
         lines += ["![coverage growth](coverage-growth.png)", ""]

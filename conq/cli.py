@@ -814,7 +814,7 @@ def replay(
     seed: int = typer.Option(0, "--seed", min=0, help="Root seed: trace i is reproducible alone from (seed, i)."),
     length: int = typer.Option(30, "--length", min=1, help="Steps per trace."),
     mode: str = typer.Option("coverage", "--mode", help="coverage (walks aimed at the unexplored frontier) | random | exhaustive (exhaustive prefixes + random walk)."),
-    config: Optional[str] = typer.Option(None, "--config", "-c", help="Named configuration of the model."),
+    config: Optional[List[str]] = typer.Option(None, "--config", "-c", help="Named configuration of the model; repeated, each is replayed in turn in one Spark session, its output in --out/CONFIG."),
     set_: Optional[List[str]] = typer.Option(None, "--set", help="Override a configuration field: KEY=VALUE."),
     impl: str = typer.Option("reference", "--impl", help="'reference', 'stdio:COMMAND' (one port per partition) or 'driver:MODULE:Class'."),
     master: str = typer.Option("local[*]", "--master", help="Spark master URL."),
@@ -823,20 +823,29 @@ def replay(
     only: Optional[int] = typer.Option(None, "--only", min=0, help="Replay trace INDEX alone, in this process, and print its verdict."),
     no_truth: bool = typer.Option(False, "--no-truth", help="Do not explore the bounded graph for the coverage truth."),
     no_graph: bool = typer.Option(False, "--no-graph", help="For targets beyond the explorer: no exhaustive graph; coverage by state fingerprints, growth curve and a Chao2 estimate of the unseen states (automatic for known large targets)."),
+    symmetry: bool = typer.Option(False, "--symmetry", help="Also count coverage by symmetry class (the model's canonical form), against the model's symmetric graph."),
     json_out: bool = JsonOpt,
 ) -> None:
     """Generate and replay many traces on Spark; report conformance and coverage against the exhaustive graph."""
 
     def body() -> int:
-        from conq.conformance.spark_replay import ReplayError, ReplayParams, replay_one, run_replay
+        import dataclasses
+
+        from conq.conformance.spark_replay import ReplayError, ReplayParams, close_session, replay_one, resolve_output, run_replay
+
+        configs = list(config) if config else [None]
+        several = len(configs) > 1
+        if several and (only is not None or len(set(configs)) < len(configs)):
+            raise UsageProblem("--config: give distinct configurations" if only is None
+                               else "--only replays one trace of one configuration: give one --config")
 
         if mode not in ("random", "coverage", "exhaustive"):
             raise UsageProblem(f"--mode must be random, coverage or exhaustive, got {mode!r}")
         if only is None:
             _check_master(master)
             _check_output_dir(out_dir, "--out")
-        params = ReplayParams(model=model, config_name=config, overrides=_parse_sets(set_), traces=traces,
-                              seed=seed, length=length, mode=mode, impl=impl)
+        params = ReplayParams(model=model, config_name=configs[0], overrides=_parse_sets(set_), traces=traces,
+                              seed=seed, length=length, mode=mode, impl=impl, symmetry=symmetry)
         try:
             if only is not None:
                 row = replay_one(params, only)
@@ -850,15 +859,26 @@ def replay(
                         out.print(f"minimised: {data['minimised']}", markup=False)
                 return EXIT_OK if data["ok"] else EXIT_VIOLATION
             say = (lambda msg: None) if json_out else (lambda msg: err.print(f"[dim]replay:[/] {msg}"))
-            s = run_replay(params, master=master, out=out_dir, partitions=partitions, truth=not (no_truth or no_graph), say=say)
+            if several:  # every configuration and output folder checked before the first replay
+                from conq.conformance.views import conformance_model
+
+                for c in configs:
+                    conformance_model(model, c, params.overrides)
+                    resolve_output(out_dir / c)
+            summaries = []
+            try:
+                for c in configs:  # one kept Spark session serves them all (issue 20)
+                    summaries.append(run_replay(dataclasses.replace(params, config_name=c), master=master,
+                                                out=out_dir / c if several else out_dir, partitions=partitions,
+                                                truth=not (no_truth or no_graph), say=say, keep_session=several))
+            finally:
+                close_session()
         except ReplayError as e:
             raise UsageProblem(str(e)) from None
         if json_out:
-            import dataclasses
-
-            _emit_json(dataclasses.asdict(s))
-        else:
-            table = Table(title=f"replay: {model} on {master}", title_justify="left")
+            _emit_json([dataclasses.asdict(s) for s in summaries] if several else dataclasses.asdict(summaries[0]))
+        for s in ([] if json_out else summaries):
+            table = Table(title=f"replay: {model}" + (f"/{s.params['config_name']}" if several else "") + f" on {master}", title_justify="left")
             for col in ("traces", "steps", "diverged", "states covered", "transitions covered", "seconds"):
                 table.add_column(col)
             table.add_row(
@@ -877,8 +897,12 @@ def replay(
                 out.print(f"states, estimated (Chao2 per {s.unit}): {e.describe()}", markup=False)
             for v in s.violations[:5]:
                 out.print(f"[red]trace {v['index']}[/]: {v['divergence']}\n  minimised: {v['minimised']}\n  replay: {v['replay']}")
+            if s.states_covered_canonical is not None:
+                out.print(f"symmetry classes seen: {s.states_covered_canonical:,}"
+                          + (f" / {s.graph_states_canonical:,} ({100 * s.state_fraction_canonical:.1f}%)" if s.graph_states_canonical else "")
+                          + (f"; symmetric graph: {s.symmetric_graph_states:,} states" if s.symmetric_graph_states else ""), markup=False)
             out.print(f"report: {s.out}/report.md")
-        return EXIT_OK if s.ok else EXIT_VIOLATION
+        return EXIT_OK if all(s.ok for s in summaries) else EXIT_VIOLATION
 
     _guard(body, json_out)
 

@@ -73,31 +73,37 @@ def replay_stage(out_dir: Path, console: Console) -> list[dict[str, Any]]:
     import importlib.util
 
     from conq.conformance.adapters import DRIVERS
-    from conq.conformance.spark_replay import ReplayError, ReplayParams, run_replay
+    from conq.conformance.spark_replay import ReplayError, ReplayParams, close_session, run_replay
 
     rows = []
-    for model, config, traces, length, folder, *overrides in REPLAYS:
-        if model not in DRIVERS or importlib.util.find_spec(DRIVERS[model].partition(":")[0]) is None:
-            continue  # the reference is not wired to the model yet
-        params = ReplayParams(model=model, config_name=config, overrides=overrides[0] if overrides else {},
-                              traces=traces, seed=0, length=length, mode="coverage")
-        t0 = time.perf_counter()
-        try:
-            s = run_replay(params, master="local[*]", out=out_dir / folder, say=lambda m: console.print(f"[dim]replay: {m}[/]"))
-        except ReplayError as e:
-            rows.append({"stage": "spark replay", "subject": model, "result": str(e), "ok": False, "seconds": 0.0})
-            continue
-        cover = f"{s.states_covered:,} states" + (f" ({100 * s.state_fraction:.1f}% of {s.graph_states:,})" if s.graph_states else "")
-        if not s.graph_states and s.state_estimate:  # beyond the explorer: how close, by the Chao2 estimate
-            e = s.state_estimate
-            cover += f" (no graph; Chao2 estimate {e['estimate']:,.0f}, 95% CI {e['low']:,.0f}-{e['high']:,.0f}: {100 * e['completeness']:.0f}% seen)"
-        rows.append({
-            "stage": "spark replay",
-            "subject": f"{model}/{config} on local[*] (coverage-guided)",
-            "result": f"{s.traces:,} traces, {s.steps:,} steps, {s.diverged} diverged, {cover}; report {s.out}/report.md",
-            "ok": s.ok,
-            "seconds": round(time.perf_counter() - t0, 2),
-        })
+    # One Spark session for all the replays (issue 20): its JVM and its Python workers, with conq
+    # imported and each model set up, serve every replay after the first.
+    try:
+        for model, config, traces, length, folder, *overrides in REPLAYS:
+            if model not in DRIVERS or importlib.util.find_spec(DRIVERS[model].partition(":")[0]) is None:
+                continue  # the reference is not wired to the model yet
+            params = ReplayParams(model=model, config_name=config, overrides=overrides[0] if overrides else {},
+                                  traces=traces, seed=0, length=length, mode="coverage")
+            t0 = time.perf_counter()
+            try:
+                s = run_replay(params, master="local[*]", out=out_dir / folder, say=lambda m: console.print(f"[dim]replay: {m}[/]"),
+                               keep_session=True)
+            except ReplayError as e:
+                rows.append({"stage": "spark replay", "subject": model, "result": str(e), "ok": False, "seconds": 0.0})
+                continue
+            cover = f"{s.states_covered:,} states" + (f" ({100 * s.state_fraction:.1f}% of {s.graph_states:,})" if s.graph_states else "")
+            if not s.graph_states and s.state_estimate:  # beyond the explorer: how close, by the Chao2 estimate
+                e = s.state_estimate
+                cover += f" (no graph; Chao2 estimate {e['estimate']:,.0f}, 95% CI {e['low']:,.0f}-{e['high']:,.0f}: {100 * e['completeness']:.0f}% seen)"
+            rows.append({
+                "stage": "spark replay",
+                "subject": f"{model}/{config} on local[*] (coverage-guided)",
+                "result": f"{s.traces:,} traces, {s.steps:,} steps, {s.diverged} diverged, {cover}; report {s.out}/report.md",
+                "ok": s.ok,
+                "seconds": round(time.perf_counter() - t0, 2),
+            })
+    finally:
+        close_session()
     return rows
 
 

@@ -244,3 +244,108 @@ def test_new_job_equals_the_legacy_job(tmp_path):
                 and not line.startswith(f"| {new.traces:,} |")]
 
     assert report("new") == report("old")
+
+
+def test_a_kept_session_serves_later_replays_with_the_same_output(tmp_path, monkeypatch):
+    """Issue 20: ``keep_session=True`` keeps the Spark session (JVM, Python workers, package zip)
+    for the next replays of the process; a replay in the kept session writes exactly what a replay
+    in a fresh session writes, another master replaces the session, and close_session removes the
+    zip.  The worker of a reused session has the model set up already (_SETUP)."""
+    import tempfile
+
+    from conq.conformance import spark_replay as sr
+
+    zips = tmp_path / "tmp"
+    zips.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(zips))
+    fresh = run_replay(params(), master="local[2]", out=tmp_path / "fresh", partitions=3, say=lambda m: None, truth=False)
+    assert list(zips.iterdir()) == []  # not kept: the zip is gone with the session
+    said: list[str] = []
+    try:
+        a = run_replay(params(), master="local[2]", out=tmp_path / "a", partitions=3, say=said.append, truth=False,
+                       keep_session=True)
+        assert not sr.LAST_JOB["reused_session"] and len(list(zips.glob("conq-replay-*/conq-pkg.zip"))) == 1
+        b = run_replay(params(), master="local[2]", out=tmp_path / "b", partitions=2, say=said.append, truth=False,
+                       keep_session=True)
+        assert sr.LAST_JOB["reused_session"] and "reusing the Spark session (local[2])" in said
+        assert len(sr.LAST_JOB["task_cpu_seconds"]) == 2
+        for t in ("traces", "coverage", "violations"):
+            assert rows(tmp_path / "a", t) == rows(tmp_path / "b", t) == rows(tmp_path / "fresh", t), t
+        assert a.state_estimate == b.state_estimate == fresh.state_estimate
+        # another master: a new session (the kept one is stopped and its zip removed)
+        c = run_replay(params(), master="local[1]", out=tmp_path / "c", say=said.append, truth=False, keep_session=True)
+        assert not sr.LAST_JOB["reused_session"] and len(list(zips.glob("conq-replay-*"))) == 1
+        assert rows(tmp_path / "c", "coverage") == rows(tmp_path / "fresh", "coverage")
+    finally:
+        sr.close_session()
+    assert list(zips.iterdir()) == []
+    # the tables are written by the tasks (one file per partition) and by the driver
+    assert sorted(p.name for p in (tmp_path / "b" / "traces").iterdir()) == ["part-00000.parquet", "part-00001.parquet"]
+    assert not (tmp_path / "b" / "_scratch").exists()
+
+
+def test_symmetry_counts_coverage_by_class_against_the_symmetric_graph(tmp_path):
+    """``--symmetry`` (issue 20): on consumer-lists same-priority, whose two consumers are
+    interchangeable (same priority and kind), the replay also counts the states it met by symmetry
+    class (the model's ``canonical``).  Hand-checkable: swapping the two consumers is the only
+    renaming, a group of order two, so a class of call-level states is a pair {x, swap(x)} when both
+    are call-level states and x alone otherwise: classes = states - pairs.  (Not Burnside's
+    (states + fixed) / 2: the call-level state set is not closed under the swap -- the call view
+    settles owed steps in the model's order, which breaks ties by consumer index; measured: 77
+    states, 1 fixed, 31 pairs, 14 whose swap is no call-level state.)  The covered classes are at
+    most the covered states; every class met is a state of the model's symmetric graph, whose count
+    is the manifest's (5,425)."""
+    from conq import manifest
+    from conq.conformance.views import conformance_model
+    from conq.model.engines.explorer import explore
+
+    p = ReplayParams(model="consumer-lists", config_name="same-priority", traces=256, seed=0, length=30, symmetry=True)
+    s = run_replay(p, master="local[2]", out=tmp_path / "sym", say=lambda m: None)
+    assert s.ok and s.state_fraction == 1.0
+    view = conformance_model("consumer-lists", "same-priority")
+    perms = view.base._symmetry_perms()
+    assert len(perms) == 1  # one non-identity renaming: the swap
+    states = explore(view, liveness=False).state_list
+    known = set(states)
+    paired = [x for x in states if view.base.permute(x, perms[0]) != x and view.base.permute(x, perms[0]) in known]
+    assert s.graph_states == len(states) and len(paired) % 2 == 0 and paired
+    assert s.graph_states_canonical == len(states) - len(paired) // 2 < len(states)
+    assert s.states_covered_canonical == s.graph_states_canonical and s.state_fraction_canonical == 1.0
+    assert s.states_covered_canonical <= s.states_covered
+    pinned = [e.states for e in manifest.load() if e.model == "consumer-lists" and e.config == "same-priority"
+              and e.symmetry and not e.overrides]
+    assert s.symmetric_graph_states == pinned[0] == 5425
+    assert "symmetry classes reached that the symmetric graph does not know" not in s.missed
+    assert "--symmetry" in s.violations[0]["replay"] if s.violations else True
+    report = (tmp_path / "sym" / "report.md").read_text()
+    assert f"Symmetry classes (--symmetry, the model's canonical form): {s.states_covered_canonical:,} seen" in report
+    # without --symmetry nothing of this is counted, and the coverage table has no class rows
+    plain = run_replay(ReplayParams(**{**p.__dict__, "symmetry": False}), master="local[2]", out=tmp_path / "plain",
+                       say=lambda m: None, truth=False)
+    assert plain.states_covered_canonical is None
+    assert {r["kind"] for r in rows(tmp_path / "plain", "coverage")} == {r["kind"] for r in rows(tmp_path / "sym", "coverage")} - {"canonical_state"}
+    assert [r for r in rows(tmp_path / "plain", "coverage")] == [r for r in rows(tmp_path / "sym", "coverage") if r["kind"] != "canonical_state"]
+
+
+def test_cli_replays_several_configurations_in_one_session(tmp_path):
+    """``conq replay --config A --config B`` (issue 20): each configuration in turn in one kept Spark
+    session, its output in --out/CONFIG; --json gives one document, a list; the session is closed
+    at the end.  --only takes one configuration."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from conq.cli import app
+    from conq.conformance import spark_replay as sr
+
+    runner = CliRunner()
+    bad = runner.invoke(app, ["replay", "consumer-lists", "--config", "small", "--config", "same-priority", "--only", "3"])
+    assert bad.exit_code == 2 and "--only replays one trace of one configuration" in bad.output
+    res = runner.invoke(app, ["replay", "consumer-lists", "--config", "small", "--config", "same-priority", "--traces", "64",
+                              "--master", "local[2]", "--no-truth", "--out", str(tmp_path / "out"), "--json"])
+    assert res.exit_code == 0, res.output
+    docs = json.loads(res.stdout)
+    assert [d["params"]["config_name"] for d in docs] == ["small", "same-priority"]
+    assert [d["out"] for d in docs] == [str((tmp_path / "out" / c).resolve()) for c in ("small", "same-priority")]
+    assert all((tmp_path / "out" / c / "report.md").is_file() for c in ("small", "same-priority"))
+    assert sr.LAST_JOB["reused_session"] and "session" not in sr._KEPT
