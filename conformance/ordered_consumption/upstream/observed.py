@@ -33,9 +33,43 @@ delivery running out) stay hidden.
 model's name of the answer; an answer the wire cannot tell apart (a gRPC DEADLINE_EXCEEDED is
 ``lost`` if the server applied the request and ``error`` if not) is left out (unknown).  The
 listener's attempt is left out: the model's attempt counts local re-consumptions, the upstream
-listener sees the server's delivery attempt.  Receives on queues without messages and empty
-answers are not logged (``receive_answer`` is hidden, like every step the wire does not show:
-``dispatch``, ``next_attempt_delay``, ``expire``, rebalance).
+listener sees the server's delivery attempt.
+
+Receives that bring nothing are logged too (issue 19: a receive answered with an error or with
+nothing is an event the client sees on the wire, and a witness must take it; before, they were
+hidden and the shortest witness never took ``receive_answer error``): on a queue with messages,
+
+=====================================  ====================================================  ==============
+ReceiveMessage answer                  call                                                   observation
+=====================================  ====================================================  ==============
+INTERNAL_SERVER_ERROR                  ``["receive_answer", p, "error"]``                     ``"error"``
+TOO_MANY_REQUESTS                      ``["receive_answer", p, "error"]`` (``"throttled"``     the same
+                                       under ``answer_codes``)
+MESSAGE_NOT_FOUND / OK, no message     ``["receive_answer", p, "ok"]``                        ``[]``
+REQUEST_TIMEOUT, a gRPC status, other  ``["receive_answer", p]`` (answer unknown)             left out
+=====================================  ====================================================  ==============
+
+Why each is sound (``model/ordered_consumption/model.py`` ``_receive``): the model's receive answers
+``error`` (every retriable answer *not applied*: timeout, unavailable, internal, throttled, named by
+its first code unless ``answer_codes``) whenever the loop may receive and the configuration has
+``server_faults``; the face answers INTERNAL_SERVER_ERROR and TOO_MANY_REQUESTS only before the core
+applies anything (``impl/ordered_consumption/faults.py`` ``_before``).  It answers ``()`` exactly when
+nothing of the queue is deliverable, and the core answers MESSAGE_NOT_FOUND only when its last check
+under the queue's lock found nothing (``broker.receive_message``), except for two cases that are left
+out: a receive the fault plan answers ``not-found`` without asking the core (only when the workload
+injects it: ``empty_known=False``), and a receive cancelled when its client shuts down (it takes
+nothing whatever is deliverable; every empty answer of a client after its NotifyClientTermination is
+left out).  REQUEST_TIMEOUT is ``lost`` (delivered, answer lost) or a timeout before anything was
+applied: the client cannot tell, so the answer stays unknown, as for settles.
+
+``receive_answer`` is therefore *not hidden*: every receive of the group on a queue with messages is
+in the log, except the empty answers left out above, and those are no step of the model's state
+(a receive that takes nothing from a loop that may receive leaves the state as it was: ``_receive``,
+``issued``); the model has no receive loop on a queue without messages (``_c_actions``).  Hiding it
+would let a hidden lost receive explain any empty answer (a message "delivered, answer lost" makes
+nothing deliverable), and the claim that an empty answer means nothing deliverable would be gone.
+Every other step the wire does not show is hidden (``dispatch``, ``next_attempt_delay``, ``expire``,
+rebalance).
 """
 
 from __future__ import annotations
@@ -44,21 +78,58 @@ import json
 from pathlib import Path
 from typing import Any
 
-__all__ = ["HIDDEN", "observed_log", "validate_run", "write_observed"]
+__all__ = ["HIDDEN", "MAX_GROUP_MESSAGES", "group_log", "group_units", "observed_log", "validate_groups", "validate_run",
+           "write_observed"]
 
 _ANSWER = {"OK": "ok", "INVALID_RECEIPT_HANDLE": "invalid-handle", "MESSAGE_NOT_FOUND": "not-found",
            "BAD_REQUEST": "bad-request", "TOO_MANY_REQUESTS": "throttled"}
 _SETTLE_CALL = {"AckMessage": "ack_answer", "ForwardMessageToDeadLetterQueue": "forward_to_dlq_answer",
                 "ChangeInvisibleDuration": "change_invisible_answer"}
-#: call-level actions a wire log never shows (or shows only in part: empty receive answers)
-HIDDEN = ["receive_answer", "dispatch", "next_attempt_delay", "expire", "drop_process_queue", "create_process_queue",
+#: ReceiveMessage statuses the face answers only before the core applied anything (faults.py
+#: ``_before``): the model's not-applied ``error`` (``throttled`` under ``answer_codes``)
+_RECEIVE_NOT_APPLIED = {"INTERNAL_SERVER_ERROR": "error", "TOO_MANY_REQUESTS": "throttled"}
+
+
+def _receive_event(req: dict, ans: dict, name_of: Any, *, answer_codes: bool = False, empty_known: bool = True,
+                   terminating: bool = False) -> dict | None:
+    """The call of one recorded ReceiveMessage (module docstring, second table); None when not logged.
+    ``name_of(message summary)`` is the model's message index."""
+    msgs = ans.get("messages") or []
+    if msgs:
+        return {"action": ["receive_answer", req["queue"], "ok"], "observation": [[name_of(m), m["attempt"]] for m in msgs]}
+    status = None if "grpc" in ans else ans.get("status")
+    if status in _RECEIVE_NOT_APPLIED:
+        code = _RECEIVE_NOT_APPLIED[status] if answer_codes else "error"
+        return {"action": ["receive_answer", req["queue"], code], "observation": code}
+    if status in ("MESSAGE_NOT_FOUND", "OK"):
+        if not empty_known or terminating:
+            return None
+        return {"action": ["receive_answer", req["queue"], "ok"], "observation": []}
+    return {"action": ["receive_answer", req["queue"]]}
+
+
+def _answer_codes(config_name: str, overrides: dict | None) -> bool:
+    """Whether the configuration names each status code apart (``OCConfig.answer_codes``)."""
+    from conq.conformance.views import conformance_model
+
+    return bool(getattr(conformance_model("ordered-consumption", config_name, dict(overrides or {})).base.config,
+                        "answer_codes", False))
+
+
+#: call-level actions a wire log never shows (``receive_answer`` is shown: module docstring)
+HIDDEN = ["dispatch", "next_attempt_delay", "expire", "drop_process_queue", "create_process_queue",
           "tick", "retry", "abandon"]
 
 
 def observed_log(events: list[dict], config_name: str, bodies: list[str], group: str,
-                 overrides: dict | None = None, queues_with_messages: tuple = (0,)) -> list[dict]:
-    """The header and events of the observed log of one recorded run (module docstring)."""
+                 overrides: dict | None = None, queues_with_messages: tuple = (0,), *,
+                 empty_known: bool = True) -> list[dict]:
+    """The header and events of the observed log of one recorded run (module docstring).
+    ``empty_known``: an empty receive answer means nothing was deliverable (False when the workload's
+    fault plan answers receives ``not-found`` without asking the core)."""
     index = {b: i for i, b in enumerate(bodies)}
+    codes = _answer_codes(config_name, overrides)
+    terminating: set = set()  # client ids that sent NotifyClientTermination
     mids: dict[str, int] = {}  # client message id -> model index
     out: list[dict] = []
     assigned: dict[str, set] = {}  # client id -> queues of its last OK assignment answer
@@ -82,21 +153,25 @@ def observed_log(events: list[dict], config_name: str, bodies: list[str], group:
                 out.append({"action": ["create_process_queue", q]})
             assigned[cid] = now
             continue
-        if e.get("kind") == "rpc" and e["name"] == "ReceiveMessage" and (e["client_id"], e["request"]["queue"]) in dropped \
-                and e["request"].get("group") == group:
+        if e.get("kind") == "rpc" and e["name"] == "NotifyClientTermination":
+            terminating.add(e["client_id"])
+        receive = None
+        if e.get("kind") == "rpc" and e["name"] == "ReceiveMessage" and e["request"].get("group") == group:
+            receive = _receive_event(e["request"], e["answer"], lambda m: index[m["body"]], answer_codes=codes,
+                                     empty_known=empty_known, terminating=e["client_id"] in terminating)
+            if receive is not None and not e["answer"].get("messages") and e["request"]["queue"] not in queues_with_messages:
+                receive = None  # the model's loop of a queue without messages is not modelled
+        if receive is not None and (e["client_id"], e["request"]["queue"]) in dropped:
             # a receive answered after the answer that took its queue away: the drop goes after it
             k = dropped[(e["client_id"], e["request"]["queue"])]
-            if e["answer"].get("messages"):
-                drops[k] = (len(out) + 1, drops[k][1])
+            drops[k] = (len(out) + 1, drops[k][1])
         if e.get("event") == "api" and e.get("call") == "send" and e.get("result") == "ok":
             mids[e["message_id"]] = index[e["body"]]
         if e.get("kind") == "rpc" and e["request"].get("group") == group:
             req, ans = e["request"], e["answer"]
             if e["name"] == "ReceiveMessage":
-                msgs = ans.get("messages") or []
-                if msgs:
-                    out.append({"action": ["receive_answer", req["queue"], "ok"],
-                                "observation": [[index[m["body"]], m["attempt"]] for m in msgs]})
+                if receive is not None:
+                    out.append(receive)
             elif e["name"] in _SETTLE_CALL:
                 mid = (req.get("entries") or [{}])[0].get("message_id") or req.get("message_id")
                 action = [_SETTLE_CALL[e["name"]], mids[mid]]
@@ -125,12 +200,13 @@ def write_observed(path: str | Path, lines: list[dict]) -> None:
     p.write_text("".join(json.dumps(x, sort_keys=True) + "\n" for x in lines))
 
 
-def validate_run(events: list[dict], model_size: Any, path: str | Path) -> dict:
+def validate_run(events: list[dict], model_size: Any, path: str | Path, *, empty_known: bool = True) -> dict:
     """Write the observed log of a model-sized run to ``path`` and validate it (``conq validate``)."""
     from conq.conformance.validate import validate_file
 
     overrides = dict(getattr(model_size, "overrides", None) or {})
-    lines = observed_log(events, model_size.config_name, list(model_size.bodies), model_size.group, overrides)
+    lines = observed_log(events, model_size.config_name, list(model_size.bodies), model_size.group, overrides,
+                         empty_known=empty_known)
     write_observed(path, lines)
     v = validate_file("ordered-consumption", str(path))
     out = {"status": v.verdict, "log": str(path), "config": model_size.config_name, "overrides": overrides,
@@ -161,54 +237,158 @@ def _slug(name: str) -> str:
 
 
 # ------------------------------------------------------------------------------ larger workloads
-#: a group's log is validated when it has one push consumer and at most this many stored messages
-#: (the model's state grows with the messages; the validator's closures with the unknown answers)
+# Issue 19: every workload's trace validated, not only the model-sized ones.  ``group_log`` and
+# ``validate_groups`` were written with the auto-renew work (c86e824, "larger runs validated per
+# group") and never called; they validated a whole FIFO group against push-fifo-upstream, which is
+# not sound for the ``fifo`` part: its two message groups g0 and g1 both hash to queue 0, and the
+# broker withholds a message only behind an unsettled one *of its message group*
+# (impl/ordered_consumption/broker.py, "FIFO per message group"), while the model withholds every
+# message of a queue behind any invisible one (model.py ``_receive``, ``server_gate``): the model has
+# one message group per queue.  They now project the run onto *units* the model holds.
+#
+# A unit is one consumer group with exactly one push consumer on one topic and, for a FIFO group, one
+# message group of it: the stored copies the group received of that message group, the group's
+# receives, settles and listener calls of those copies.  Why the projection is sound:
+#
+# * per consumer group: the broker keeps a consumer group's deliveries, handles, gate and assignment
+#   in its own per-group state (broker.py ``_gq``: one ``_GQ`` per (queue, group)); no request of
+#   another group reads or changes it, and each push consumer is its own client (its own process
+#   queues), so the group's events are a run of one model client against one broker;
+# * per message group (FIFO): the broker's gate and order are per message group, so the group's
+#   deliveries of g0 are exactly those of a queue holding only g0's copies; what the projection drops
+#   is no model step of the unit: a receive that brought only other groups' messages leaves the unit's
+#   state as it was (it took none of them; logging it as "nothing" would claim none was deliverable,
+#   so it is left out), other groups' listener calls and settles touch other copies; the other
+#   groups' copies count in the client's cache thresholds and not in the model's, which only lets the
+#   model receive more (a full cache only withholds a receive: ``_receive`` "full");
+# * a settle carrying a handle the face never gave (upstream's empty handle, DEV: the
+#   ``settle-with-received-handle`` divergence) is mapped by its message id when that names one copy
+#   of the unit: the model then judges the answer the server gave it;
+# * the configuration is the model's upstream one for the mode (push-fifo-upstream /
+#   push-standard-upstream) with the unit's sizes as fields: queues, each copy's queue and body size
+#   in offset order, the consumer's cache thresholds, max attempts, ``expiry_while_held`` (the face
+#   does not renew unless the workload sets ``renew``), ``server_faults`` when the workload injects
+#   any, no rebalance (one consumer holds every queue).
+#
+# Not validated (``why`` names the reason): a group shared by several push consumers (the model
+# has one client per group, and the broker couples them: one client's ack makes the next FIFO message
+# deliverable to the other, and the assignment splits the queues between them -- projecting per
+# client would drop steps of the shared per-group state); a simple consumer group (the model's
+# simple consumer has no wire mapping here yet); a unit with more than ``MAX_GROUP_MESSAGES`` copies
+# (the model's states grow with them); a settle naming no copy (neither handle nor message id).
+# Validation is bounded by ``max_states`` (states per closure): a bound that cut the search is
+# ``incomplete``, never ``accepted``.
+
+#: a unit is validated when it has at most this many stored copies (the model's state grows with them)
 MAX_GROUP_MESSAGES = 8
+#: variants tried on a rejected unit log, per configuration (workloads.NO_MEMO: upstream consumes a
+#: redelivery again after a rejected settle, DEV-021)
+UNIT_VARIANTS = {"push-fifo-upstream": (("push-fifo-no-memo (no remembered outcome, DEV-021)",
+                                         {"remember_outcome": False}),)}
 
 
-def group_log(w: Any, events: list[dict], group: str) -> tuple[list[dict], dict] | None:
-    """The observed log of one push consumer group of a larger run (``faults``, ``all``, ...), with the
-    configuration that holds it: the model's FIFO or standard upstream configuration with the run's
-    own sizes as fields over it (queues, each stored copy's queue and body size in offset order, cache
-    thresholds, batch, max attempts) and the broker events the run can show (expiry while held: the
-    face does not renew; server faults when the workload injects them).  Messages are the broker's
-    stored copies (a lost send answer stores two under one client id), named by their receipt
-    handles' core id; listener calls by the handle the client consumed.  None when the group is not
-    validated (a simple consumer, several consumers, too many messages)."""
-    consumers = [c for c in w.push if c["group"] == group]
-    if len(consumers) != 1 or len(consumers[0]["topics"]) != 1:
-        return None
-    c = consumers[0]
+def _core(handle: str | None) -> str:
+    return (handle or "").split("|", 1)[0]
+
+
+def group_units(w: Any) -> list[tuple[str, str, str | None, str | None]]:
+    """The units of a workload (module comment above): (unit name, consumer group, message group or
+    None, why not validated or None), in name order."""
+    out = []
+    for group in sorted({c["group"] for c in w.push} | {c["group"] for c in w.simple}):
+        consumers = [c for c in w.push if c["group"] == group]
+        if any(c["group"] == group for c in w.simple):
+            out.append((group, group, None, "a simple consumer group: the model's simple consumer has no mapping "
+                                            "from the wire here yet"))
+            continue
+        if len(consumers) != 1:
+            out.append((group, group, None, f"{len(consumers)} push consumers share the group: the model has one "
+                        "client per group, and the broker couples them (one's ack makes the next FIFO message "
+                        "deliverable to the other; the assignment splits the queues)"))
+            continue
+        if len(consumers[0]["topics"]) != 1:
+            out.append((group, group, None, "a consumer of several topics: the model has one topic"))
+            continue
+        topic = consumers[0]["topics"][0]
+        if w.group(group).fifo:
+            mgs = sorted({m.get("group") for p in w.producers for m in p["messages"] if m["topic"] == topic})
+            out += [(f"{group}/{mg}", group, mg, None) for mg in mgs]
+        else:
+            out.append((group, group, None, None))
+    return out
+
+
+def group_log(w: Any, events: list[dict], group: str, message_group: str | None = None, *,
+              empty_known: bool = True) -> tuple[list[dict] | None, dict]:
+    """The observed log of one unit of a run (module comment above) and what it holds: (lines or None,
+    info); ``info["why"]`` says why there is no log."""
+    c = next(x for x in w.push if x["group"] == group)
     g = w.group(group)
     topic = next(t for t in w.topics if t.name == c["topics"][0])
-    copies: dict[str, tuple] = {}  # core id -> (queue, offset, body)
+    copies: dict[str, tuple] = {}  # core id -> (queue, offset, body, client message id)
+    others: set = set()  # core ids of the group's copies of other message groups
     for e in events:
         if e.get("kind") == "rpc" and e["name"] == "ReceiveMessage" and e["request"].get("group") == group:
             for m in e["answer"].get("messages") or ():
-                copies[m["handle"].split("|", 1)[0]] = (m["queue"], m["offset"], m["body"])
-    if not copies or len(copies) > MAX_GROUP_MESSAGES:
-        return None
+                mine = message_group is None or m.get("message_group") == message_group
+                (copies.__setitem__(_core(m["handle"]), (m["queue"], m["offset"], m["body"], m["message_id"]))
+                 if mine else others.add(_core(m["handle"])))
+    if not copies:
+        return None, {"messages": 0, "why": "no copy of the unit was received"}
+    if len(copies) > MAX_GROUP_MESSAGES:
+        return None, {"messages": len(copies), "why": f"more than {MAX_GROUP_MESSAGES} stored copies"}
     order = sorted(copies, key=lambda k: copies[k][:2])
     index = {k: i for i, k in enumerate(order)}
-    ms = {"settles": 0}
+    by_mid: dict[str, list] = {}
+    for k in order:
+        by_mid.setdefault(copies[k][3], []).append(index[k])
+    queues = {copies[k][0] for k in order}
+    fields = {"queues": topic.queues, "msg_queue": [copies[k][0] for k in order],
+              "msg_size": [len(copies[k][2].encode()) for k in order],
+              "cache_messages": c.get("max_cache_count", 1024), "cache_bytes": c.get("max_cache_bytes", 64 * 1024 * 1024),
+              "server_batch": 32, "max_attempts": g.max_attempts, "expiry_while_held": not w.renew,
+              "server_faults": bool(w.faults), "rebalance": False}
+    config_name = "push-fifo-upstream" if g.fifo else "push-standard-upstream"
+    codes = _answer_codes(config_name, fields)
+    info = {"messages": len(order), "settles": 0, "config": config_name}
 
-    def idx(handle: str) -> int | None:
-        return index.get((handle or "").split("|", 1)[0])
+    def settled(req: dict) -> int | None | str:
+        """The unit's copy a settle request names; None: another unit's; "?": none."""
+        handle = (req.get("entries") or [{}])[0].get("handle") if "entries" in req else req.get("handle")
+        mid = (req.get("entries") or [{}])[0].get("message_id") if "entries" in req else req.get("message_id")
+        k = _core(handle)
+        if k in index:
+            return index[k]
+        if k in others:
+            return None
+        if len(by_mid.get(mid, ())) == 1:
+            return by_mid[mid][0]
+        return "?"
 
     out: list[dict] = []
+    terminating: set = set()
     for e in events:
+        if e.get("kind") == "rpc" and e["name"] == "NotifyClientTermination":
+            terminating.add(e["client_id"])
         if e.get("kind") == "rpc" and e["request"].get("group") == group:
             req, ans = e["request"], e["answer"]
             if e["name"] == "ReceiveMessage":
-                msgs = ans.get("messages") or []
-                if msgs:
-                    out.append({"action": ["receive_answer", req["queue"], "ok"],
-                                "observation": [[index[m["handle"].split("|", 1)[0]], m["attempt"]] for m in msgs]})
+                if req["queue"] not in queues:
+                    continue  # no copy of the unit on that queue: the model has no receive loop there
+                mine = [m for m in ans.get("messages") or () if _core(m["handle"]) in index]
+                if ans.get("messages") and not mine:
+                    continue  # only other message groups' copies: no step of the unit (comment above)
+                ev = _receive_event(req, {**ans, "messages": mine}, lambda m: index[_core(m["handle"])],
+                                    answer_codes=codes, empty_known=empty_known,
+                                    terminating=e["client_id"] in terminating)
+                if ev is not None:
+                    out.append(ev)
             elif e["name"] in _SETTLE_CALL:
-                handles = [x["handle"] for x in req.get("entries", ())] or [req.get("handle")]
-                m = idx(handles[0])
+                m = settled(req)
                 if m is None:
-                    return None  # a handle the face never gave (upstream's empty handle): not a model event
+                    continue
+                if m == "?":
+                    return None, {**info, "why": f"a {e['name']} naming no copy (handle and message id unknown)"}
                 action = [_SETTLE_CALL[e["name"]], m]
                 name = _ANSWER.get(ans.get("status")) if "grpc" not in ans else None
                 if name is None and "grpc" not in ans:
@@ -216,40 +396,61 @@ def group_log(w: Any, events: list[dict], group: str) -> tuple[list[dict], dict]
                 if name is not None:
                     action.append(name)
                 out.append({"action": action})
-                ms["settles"] += 1
+                info["settles"] += 1
         elif e.get("event") == "listener" and e["group"] == group:
-            m = idx(e.get("handle"))
-            if m is None:
-                return None
-            out.append({"action": ["listener_returns", m, "ok" if e["result"] == "success" else "fail"]})
-    fields = {"queues": topic.queues, "msg_queue": [copies[k][0] for k in order],
-              "msg_size": [len(copies[k][2].encode()) for k in order],
-              "cache_messages": c.get("max_cache_count", 1024), "cache_bytes": c.get("max_cache_bytes", 64 * 1024 * 1024),
-              "server_batch": 32, "max_attempts": g.max_attempts, "expiry_while_held": True,
-              "server_faults": bool(w.faults), "rebalance": False}
-    config_name = "push-fifo-upstream" if g.fifo else "push-standard-upstream"
+            k = _core(e.get("handle"))
+            if k in others or (message_group is not None and e.get("message_group") != message_group):
+                continue
+            if k not in index:
+                return None, {**info, "why": "a listener call of a copy the unit never received"}
+            out.append({"action": ["listener_returns", index[k], "ok" if e["result"] == "success" else "fail"]})
     header = {"format": "conq-trace", "version": 1, "kind": "observed", "level": "call",
               "model": "ordered-consumption", "config_name": config_name, "config": fields, "hidden": HIDDEN}
-    return [header] + [dict(ev, step=i) for i, ev in enumerate(out, 1)], {"messages": len(order), **ms}
+    return [header] + [dict(ev, step=i) for i, ev in enumerate(out, 1)], info
 
 
-def validate_groups(w: Any, events: list[dict], out_dir: str | Path, stem: str, max_states: int = 200_000) -> dict:
-    """Validate every push group of a larger run that ``group_log`` can hold (``conq validate``)."""
+def validate_groups(w: Any, events: list[dict], out_dir: str | Path, stem: str, *, max_states: int = 200_000,
+                    empty_known: bool = True) -> dict:
+    """Validate every unit of a run (``group_units``) with ``conq validate``; the run's status is the
+    worst unit's: rejected > incomplete > error > accepted, and ``partial`` when every validated
+    unit is accepted but some unit is not validated (each unit says why)."""
     from conq.conformance.validate import validate_file
 
-    res: dict = {}
-    for group in sorted({c["group"] for c in w.push}):
-        got = group_log(w, events, group)
-        if got is None:
-            res[group] = {"status": "not validated", "why": "several consumers, a simple consumer, more than "
-                          f"{MAX_GROUP_MESSAGES} messages, or a settle with a handle the face never gave"}
+    units: dict = {}
+    for name, group, mg, why in group_units(w):
+        if why is not None:
+            units[name] = {"status": "not validated", "why": why}
             continue
-        lines, info = got
-        path = Path(out_dir) / f"{stem}.{group}.observed.ndjson"
+        lines, info = group_log(w, events, group, mg, empty_known=empty_known)
+        if lines is None:
+            units[name] = {"status": "not validated", **info}
+            continue
+        path = Path(out_dir) / f"{stem}.{name.replace('/', '-')}.observed.ndjson"
         write_observed(path, lines)
-        v = validate_file("ordered-consumption", str(path), max_states=max_states)
-        res[group] = {"status": v.verdict, "log": str(path), "config": lines[0]["config_name"], **info,
-                      "events": v.events, "accepted": v.accepted, "failed": v.failed, "allowed": v.allowed[:10],
-                      "states": v.states,
-                      "witness": [s.to_json() for s in v.path] if v.verdict == "accepted" else None}
-    return res
+        try:
+            v = validate_file("ordered-consumption", str(path), max_states=max_states)
+        except Exception as e:  # noqa: BLE001 - a validator that cannot read the log is reported
+            units[name] = {"status": "error", "log": str(path), "why": f"{type(e).__name__}: {e}", **info}
+            continue
+        u = {"status": v.verdict, "log": str(path), **info, "overrides": lines[0]["config"], "events": v.events,
+             "accepted": v.accepted, "failed": v.failed, "allowed": v.allowed[:10], "states": v.states}
+        if v.verdict == "accepted":
+            from conq.conformance.ordered_consumption.upstream.coverage import path_keys
+
+            u["coverage"] = path_keys(v.path, v.start)
+        elif v.verdict == "rejected":
+            # the upstream choices the seed leaves open, as for model-sized runs (validate_run): the
+            # first variant that accepts the log names the divergence
+            for vname, vfields in UNIT_VARIANTS.get(lines[0]["config_name"], ()):
+                vpath = Path(str(path).replace(".observed.ndjson", "") + f".variant-{_slug(vname)}.observed.ndjson")
+                write_observed(vpath, [dict(lines[0], config={**lines[0]["config"], **vfields})] + lines[1:])
+                vv = validate_file("ordered-consumption", str(vpath), max_states=max_states)
+                if vv.verdict == "accepted":
+                    u["variant"] = {"name": vname, "fields": vfields, "log": str(vpath), "accepted": vv.accepted}
+                    break
+        units[name] = u
+    got = {u["status"] for u in units.values()}
+    status = next((s for s in ("rejected", "incomplete", "error") if s in got), None)
+    if status is None:
+        status = "accepted" if got == {"accepted"} else "partial" if "accepted" in got else "not validated"
+    return {"status": status, "units": units}
