@@ -33,7 +33,7 @@ import time
 from array import array
 from typing import Any, Callable
 
-from conq.model.kernel import CheckedAction, Kind, Model, Path
+from conq.model.kernel import Kind, Model, Path
 from conq.model.engines.results import (  # noqa: F401 - re-exported: the explorer's public names
     Exploration, GuardInterrupt, SearchProgress, Verdict, _Checks, _concretise, _path_json, _path_of_chain,
 )
@@ -259,7 +259,7 @@ def _explore(model: Model, max_states, symmetry, liveness, keep_edges, progress,
     label_get = label_ids.get
     on_state = chk.on_state
     on_step = chk.on_step
-    checked_action = CheckedAction
+    skip = chk.skip
 
     finished = interrupted = False
     if watch is not None:
@@ -302,9 +302,9 @@ def _explore(model: Model, max_states, symmetry, liveness, keep_edges, progress,
                     parent_append(i)
                     via_append(k)
                     on_state(key, j)
-                # a CheckedAction: the model evaluated this step's checks and witnesses
-                # (kernel.CheckedAction); a subclass of it, or any other label: _Checks.on_step
-                if a.__class__ is not checked_action:
+                # a CheckedAction (or a subclass whose witnesses are all found): the model evaluated
+                # this step's checks and witnesses (kernel.CheckedAction); any other label: on_step
+                if a.__class__ not in skip:
                     on_step(s, a, o, t, (i, k, j))
                 if keep_edges:
                     lab = label_get((a, o))

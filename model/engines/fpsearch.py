@@ -9,7 +9,10 @@ Stateright rebuilds paths by re-running actions):
 * per state, in discovery (breadth-first) order: its parent's index (``array('i')``, 4 bytes)
   and the position of the edge from the parent in the parent's successor list
   (``array('I')``, 4 bytes);
-* the whole states of two levels only: the one being expanded and the one being discovered.
+* the states of two levels only, each pickled (``pickle.dumps``: about 120 bytes for a
+  consumer-lists reference state instead of about 400 as a tuple): the rest of the level being
+  expanded (a state's slot is cleared once expanded) and the level being discovered.  These were
+  the largest cost of a 10-million-state run (issue 18: bench/explorer_throughput.py --big).
 
 A state is looked up by fingerprint in batches (one ``numpy.searchsorted`` per chunk of
 expanded states), then admitted in the very order the default mode admits it, so the state
@@ -28,9 +31,10 @@ from array import array
 from typing import Any
 
 import numpy as np
+from pickle import HIGHEST_PROTOCOL, dumps as _dumps, loads as _loads
 
 from conq.model.engines.fingerprint import fingerprint
-from conq.model.kernel import CheckedAction, Kind, Model, Path
+from conq.model.kernel import Kind, Model, Path
 
 #: states expanded between two batched look-ups
 CHUNK = 1024
@@ -72,8 +76,9 @@ def explore_fingerprints(model: Model, max_states, symmetry: bool, progress, box
     parent = array("i")
     via = array("I")
     seen_old = np.empty(0, dtype=np.uint64)  # sorted: every level up to the one being expanded
-    cur: list[Any] = []  # states of the level being expanded
-    cur_fps: list[int] = []
+    cur: list[Any] = []  # states of the level being expanded, pickled (None once expanded)
+    cur_fps: Any = []  # their fingerprints (the previous level's set)
+    proto = HIGHEST_PROTOCOL
     complete = True
     stop_reason = ""
     transitions = 0
@@ -82,14 +87,14 @@ def explore_fingerprints(model: Model, max_states, symmetry: bool, progress, box
     n = 0
     on_state = chk.on_state
     on_step = chk.on_step
-    checked_action = CheckedAction
+    skip = chk.skip
     searchsorted = np.searchsorted
     finished = False
 
     def merge(old: np.ndarray, fps: list[int]) -> np.ndarray:
         if not fps:
             return old
-        new = np.array(fps, dtype=np.uint64)
+        new = np.fromiter(fps, dtype=np.uint64, count=len(fps))
         new.sort()
         pos = searchsorted(old, new)
         return np.insert(old, pos, new)
@@ -105,7 +110,7 @@ def explore_fingerprints(model: Model, max_states, symmetry: bool, progress, box
                 init_set.add(f)
                 parent.append(-1)
                 via.append(pos)
-                cur.append(key)
+                cur.append(_dumps(key, proto))
                 cur_fps.append(f)
                 on_state(key, n)
                 n += 1
@@ -119,21 +124,21 @@ def explore_fingerprints(model: Model, max_states, symmetry: bool, progress, box
             seen_old = merge(seen_old, cur_fps)
             cur_fps = []
             nxt: list[Any] = []
-            nxt_fps: list[int] = []
             nxt_set: set[int] = set()
             for c0 in range(0, len(cur), CHUNK):
                 chunk = cur[c0:c0 + CHUNK]
                 cand: list[tuple] = []  # (fp, key, src index, position)
                 cand_append = cand.append
                 i = first + c0
-                for s in chunk:
+                cur[c0:c0 + CHUNK] = [None] * len(chunk)  # expanded: its slot no longer holds it
+                for s in map(_loads, chunk):
                     succ = successors(s)
                     k = -1
                     for a, o, t in succ:
                         k += 1
                         key = canon(t) if canon else t
                         cand_append((fp(key), key, i, k))
-                        if a.__class__ is not checked_action:  # as in the explorer: _Checks.on_step
+                        if a.__class__ not in skip:  # as in the explorer: _Checks.on_step
                             on_step(s, a, o, t, (i, k))
                     transitions += len(succ)
                     i += 1
@@ -153,8 +158,7 @@ def explore_fingerprints(model: Model, max_states, symmetry: bool, progress, box
                         stop_reason = f"state bound {max_states} reached"
                         break
                     nxt_set.add(f)
-                    nxt.append(key)
-                    nxt_fps.append(f)
+                    nxt.append(_dumps(key, proto))
                     parent.append(src)
                     via.append(k)
                     on_state(key, n)
@@ -172,7 +176,7 @@ def explore_fingerprints(model: Model, max_states, symmetry: bool, progress, box
                         progress(SearchProgress(n, transitions, levels, time.perf_counter() - t0, watch.last_rss))
                         watch.arm()
             first += len(cur)
-            cur, cur_fps = nxt, nxt_fps
+            cur, cur_fps = nxt, nxt_set
             del nxt_set
         finished = True
         if watch is not None:

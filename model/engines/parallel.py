@@ -27,7 +27,7 @@ import traceback
 from typing import Any
 
 from conq.model.engines.fingerprint import fingerprint
-from conq.model.kernel import CheckedAction, Kind, Model, Path
+from conq.model.kernel import Kind, Model, Path
 
 
 def _worker(w: int, W: int, model: Model, symmetry: bool, conn, inboxes) -> None:
@@ -79,7 +79,7 @@ def _worker(w: int, W: int, model: Model, symmetry: bool, conn, inboxes) -> None
                 out: list[list] = [[] for _ in range(W)]
                 mine = out[w]
                 transitions = 0
-                on_step, checked_action = chk.on_step, CheckedAction
+                on_step, skip = chk.on_step, chk.skip
                 for s, gid in current:
                     succ = successors(s)
                     transitions += len(succ)
@@ -95,7 +95,7 @@ def _worker(w: int, W: int, model: Model, symmetry: bool, conn, inboxes) -> None
                         elif f not in sent:
                             sent.add(f)
                             out[owner].append((f, key, gid, k))
-                        if a.__class__ is not checked_action:  # as in the explorer: _Checks.on_step
+                        if a.__class__ not in skip:  # as in the explorer: _Checks.on_step
                             on_step(s, a, o, t, (gid, k))
                 for other in range(W):
                     if other != w:

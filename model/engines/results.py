@@ -211,6 +211,10 @@ class _Checks:
         self.witnessed_step: dict[str, Any] = {}
         #: action name -> ((name, check) pending, (name, witness) pending)
         self.for_action: dict[str, tuple[tuple, tuple]] = {}
+        #: the label classes whose steps need no checks: CheckedAction, and each subclass of it once
+        #: every witness of its ``maybe`` is witnessed (added by on_step; witnesses are never
+        #: withdrawn).  An engine's hot loop tests ``a.__class__ not in skip`` before calling on_step.
+        self.skip: set[type] = {CheckedAction}
 
     def step_table(self, name: str) -> tuple[tuple, tuple]:
         found = self.for_action.get(name)
@@ -252,14 +256,14 @@ class _Checks:
         the step in its records, e.g. ``(src, position, dst)``).  The one copy of this block for
         every search mode (explorer, fpsearch, parallel).
 
-        An engine's hot loop tests ``a.__class__ is not CheckedAction`` before calling (the
-        commonest case of the consumer-lists fast path costs no call); this method handles the
-        rest: a :class:`~conq.model.kernel.CheckedAction` subclass is skipped once every witness
-        of its ``maybe`` is witnessed (the model evaluated the checks and the other witnesses on
-        this very step: kernel.CheckedAction's contract), any other label goes through the
-        per-action tables."""
+        An engine's hot loop tests ``a.__class__ not in self.skip`` before calling (a skipped step
+        costs no call); this method handles the rest: a :class:`~conq.model.kernel.CheckedAction`
+        subclass is skipped once every witness of its ``maybe`` is witnessed (the model evaluated
+        the checks and the other witnesses on this very step: kernel.CheckedAction's contract; the
+        class then joins ``skip``), any other label goes through the per-action tables."""
         cls = a.__class__
         if cls is not tuple and issubclass(cls, CheckedAction) and cls.maybe <= self.witnessed_step.keys():
+            self.skip.add(cls)
             return
         tables = self.for_action.get(a[0])
         if tables is None:
