@@ -35,7 +35,7 @@ pull has allocated but not yet used by the acquire as still held, since the mode
 Scope (checked by :func:`thread_model`; ``UNSUPPORTED`` lists the model steps not offered yet).  A
 configuration that sets no credit has the first version's scope (``thread_overrides``): environment
 budget 0 and a credit that never runs out, so no ``setNotifyWorkDesired`` runs.  ``credit`` and
-``credit-priority`` give each consumer one credit and the environment one grant (``env_budget`` 1,
+``credit-priority`` and ``credit-same-priority`` give each consumer one credit and the environment one grant (``env_budget`` 1,
 spent on ``credit`` only: ``CREDIT_SCOPE`` switches off suspension reasons, removal and release), so
 the credit runs out with a delivery and comes back.
 
@@ -119,6 +119,9 @@ THREAD_CONFIGS: dict[str, dict[str, Any]] = {
     # (``set_notify_work_desired`` false notifies it), the grant takes it back
     "credit-priority": {"consumers": ((2, True), (1, True)), "messages": 2, "initial_credit": 1, "max_credit": 1,
                         "env_budget": 1, **CREDIT_SCOPE},
+    # two acquirers of one priority with credit: the acquire race and the halves together
+    "credit-same-priority": {"consumers": ((1, True), (1, True)), "messages": 2, "initial_credit": 1, "max_credit": 1,
+                             "env_budget": 1, **CREDIT_SCOPE},
 }
 #: configurations on which the reference diverges at thread level, left for the lead (``conq
 #: conformance consumer-lists --level thread --config NAME`` shows the trace).  Empty: both findings
@@ -752,8 +755,8 @@ def reference_section(cap: int = 20_000) -> list[str]:
             "setNotifyWorkDesired; a message whose publisher owes nothing) answers error 13, and so does a `credit` "
             "the model does not offer now (at `max_credit`, the budget spent, or the consumer's setNotifyWorkDesired "
             "owed or half done). The configurations the thread level runs on, as `init` sends them (those without an "
-            "environment budget have a credit that never runs out: no `setNotifyWorkDesired` runs there; `credit` "
-            "and `credit-priority` have one credit per consumer and one grant; see "
+            "environment budget have a credit that never runs out: no `setNotifyWorkDesired` runs there; the three "
+            "`credit` ones have one credit per consumer and one grant; see "
             "conformance/consumer_lists/thread_steps.py):"), "", "```"]
     out += configs + ["```", ""]
     return out
