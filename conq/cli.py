@@ -1168,7 +1168,7 @@ app.add_typer(upstream_app, name="upstream")
 def upstream_rocketmq_python(
     seeds: int = typer.Option(3, "--seeds", min=1, help="How many seeds (one run each)."),
     first_seed: int = typer.Option(0, "--first-seed", min=0, help="The first seed; seeds are consecutive."),
-    workload: str = typer.Option("faults", "--workload", help="all | standard | fifo | faults (all under seeded faults) | model-push-fifo[-dlq|-faults] (model-sized: also validated with conq validate)."),
+    workload: str = typer.Option("faults", "--workload", help="all | standard | fifo | faults (all under seeded faults) | model-push-fifo[-dlq|-faults|...] (model-sized), a comma-separated list, or all-model (every model-sized one); every trace is validated with conq validate, coverage per configuration."),
     out_dir: Optional[Path] = typer.Option(None, "--out", help="Traces and the report go here (default reports/upstream-rocketmq-python, with --spark reports/upstream-rocketmq-python-spark)."),
     max_seconds: float = typer.Option(120.0, "--max-seconds", min=1.0, help="Safety cap per run (a run that hits it is incomplete, exit 4)."),
     spark: bool = typer.Option(False, "--spark", help="One Spark task per seed; Parquet tables runs/, divergences/, coverage/ beside the report."),
@@ -1182,12 +1182,15 @@ def upstream_rocketmq_python(
     def body() -> int:
         from conq.conformance.ordered_consumption.upstream.campaign import run_campaign
         from conq.conformance.ordered_consumption.upstream.runner import CLIENT, CLIENT_VERSION
-        from conq.conformance.ordered_consumption.upstream.workloads import workload as named_workload
+        from conq.conformance.ordered_consumption.upstream.workloads import workload_list
 
         try:
-            w = named_workload(workload)
+            ws = workload_list(workload)
         except ValueError as e:
             raise UsageProblem(f"--workload: {e}") from None
+        if spark and len(ws) > 1:
+            raise UsageProblem("--workload: --spark runs one workload (got a list)")
+        w = ws[0] if len(ws) == 1 else ws
         if CLIENT_VERSION == "not installed":
             raise UsageProblem(f"{CLIENT} is not installed (pip install -e . installs the pinned version)")
         where = out_dir or Path("reports/upstream-rocketmq-python" + ("-spark" if spark else ""))
@@ -1208,12 +1211,13 @@ def upstream_rocketmq_python(
             rep = run_campaign(w, seed_list, where, cap=max_seconds, progress=lambda s: err.print(s, markup=False))
         out.print(f"{rep['client']}: {rep['runs']} seeds, {rep['rpc_total']} RPCs, {rep['faults_total']} faults injected, "
                   f"{rep['listener_calls']} listener calls; conq validate: {rep['validation']}", markup=False)
-        cov = rep.get("coverage")
-        if cov:
-            out.print(f"model coverage ({cov['config']}, {cov['accepted_logs']} accepted logs): "
-                      f"{cov['states']['covered']} / {cov['states']['total']} states, "
-                      f"{cov['transitions']['covered']} / {cov['transitions']['total']} transitions; "
-                      f"actions never taken: {cov['uncovered_actions'] or 'none'}", markup=False)
+        for cov in rep.get("coverage_by_config") or ([rep["coverage"]] if rep.get("coverage") else []):
+            out.print(f"model coverage ({cov['config']} {json.dumps(cov['overrides'], sort_keys=True)}, "
+                      f"{cov['accepted_logs']} accepted logs): "
+                      f"{cov['states']['covered']} / {cov['states']['total'] or 'not explored'} states, "
+                      f"{cov['transitions']['covered']} / {cov['transitions']['total'] or 'not explored'} transitions; "
+                      f"actions never taken: {'not explored' if cov['uncovered_actions'] is None else cov['uncovered_actions'] or 'none'}",
+                      markup=False)
         for claim, d in rep["divergences"].items():
             s = d["smallest"]
             out.print(f"DIVERGENCE {claim} [{s['classification']}]: seeds {d['seeds']}; smallest: seed {s['seed']} {s['trace']} steps "

@@ -15,29 +15,59 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any, Callable
 
-from conq.conformance.ordered_consumption.upstream.coverage import campaign_coverage
+from conq.conformance.ordered_consumption.upstream.coverage import campaign_coverage, coverage_by_config
 from conq.conformance.ordered_consumption.upstream.runner import CLIENT, CLIENT_VERSION, run
 from conq.conformance.ordered_consumption.upstream.workloads import Workload
 
 __all__ = ["aggregate", "run_campaign", "seed_record", "write_report"]
 
 
-def seed_record(r: Any) -> dict:
+def seed_record(r: Any, w: Workload | None = None) -> dict:
     """What a campaign keeps of one run (``runner.RunResult``), as JSON values: its summary, the
     injected faults by ``rpc:kind``, its number of trace events and, for an accepted model-sized log,
-    the coverage keys of the validation path (``coverage.path_keys``; moved out of ``validation``)."""
+    the coverage keys of the validation path (``coverage.path_keys``; moved out of ``validation``);
+    ``coverages``: one entry per accepted log of the run (the model-sized log, or each unit of a larger
+    workload: observed.validate_groups) with its unit, configuration and fields, for the coverage per
+    configuration (``coverage.coverage_by_config``)."""
     s = r.summary()
     validation = dict(s["validation"] or {})
     keys = validation.pop("coverage", None)
+    coverages = []
+    if keys is not None:
+        ms = w.model_size if w is not None else None
+        coverages.append({"unit": ms.group if ms else None, "config": validation.get("config"),
+                          "overrides": dict(validation.get("overrides") or {}), "keys": keys})
+    if validation.get("units"):
+        units = {}
+        for name, u in sorted(validation["units"].items()):
+            u = dict(u)
+            ukeys = u.pop("coverage", None)
+            if ukeys is not None:
+                coverages.append({"unit": name, "config": u["config"], "overrides": u["overrides"], "keys": ukeys})
+            units[name] = u
+        validation["units"] = units
     return {**s, "validation": validation or None,
             "faults": {f"{rpc}:{kind}": n for (rpc, kind), n in sorted(r.fault_answers.items()) if kind != "ok"},
-            "events": len(r.recorder.events()), "coverage": keys}
+            "events": len(r.recorder.events()), "coverage": keys, "coverages": coverages}
 
 
-def aggregate(w: Workload, records: list[dict]) -> dict:
+def aggregate(w: Workload | list, records: list[dict]) -> dict:
     """The campaign's report from its per-seed records (``seed_record``), in seed order whatever
-    order they came in (a Spark job's tasks end in any order)."""
-    records = sorted(records, key=lambda x: x["seed"])
+    order they came in (a Spark job's tasks end in any order).  ``w``: the workload, or the list of
+    workloads of a campaign over several (records in workload order, then seed order); ``coverage``
+    is then the first model-sized workload's and ``coverage_by_config`` has every configuration."""
+    ws = list(w) if isinstance(w, (list, tuple)) else [w]
+    if len(ws) > 1:
+        order = {x.name: i for i, x in enumerate(ws)}
+        rep = _aggregate_one(ws, sorted(records, key=lambda x: (order.get(x.get("workload"), 0), x["seed"])))
+        rep["workload"] = ",".join(x.name for x in ws)
+        rep["workloads"] = [x.name for x in ws]
+        return rep
+    return _aggregate_one(ws, sorted(records, key=lambda x: x["seed"]))
+
+
+def _aggregate_one(ws: list, records: list[dict]) -> dict:
+    w = ws[0]
     rpcs: Counter = Counter()
     faults: Counter = Counter()
     by_claim: dict = defaultdict(list)
@@ -50,14 +80,18 @@ def aggregate(w: Workload, records: list[dict]) -> dict:
                                          "classification": d["classification"],
                                          "trace": rec["trace"], "events": rec["events"]})
         notes += [f"seed {rec['seed']}: {n}" for n in rec["notes"]]
-    ms = w.model_size
-    coverage = campaign_coverage(records, ms.config_name if ms else None, ms.overrides if ms else None)
+    ms = next((x.model_size for x in ws if x.model_size is not None), None)
+    mname = next((x.name for x in ws if x.model_size is not None), None)
+    coverage = campaign_coverage([r for r in records if r.get("workload", mname) == mname],
+                                 ms.config_name if ms else None, ms.overrides if ms else None)
     by_class: Counter = Counter()
     for xs in by_claim.values():
         by_class[xs[0]["classification"]] += 1
     return {
         "client": f"{CLIENT}=={CLIENT_VERSION}", "workload": w.name, "seeds": [r["seed"] for r in records],
         "runs": len(records), "incomplete": [r["seed"] for r in records if not r["end"].split("+")[0] in _ENDED],
+        "validation_units": dict(Counter(f"{u}: {x['status']}" for r in records
+                                         for u, x in ((r["validation"] or {}).get("units") or {}).items())),
         "rpc_total": sum(rpcs.values()), "rpcs": dict(sorted(rpcs.items())),
         "faults_total": sum(faults.values()), "faults": dict(sorted(faults.items())),
         "listener_calls": sum(r["listener_calls"] for r in records),
@@ -67,7 +101,8 @@ def aggregate(w: Workload, records: list[dict]) -> dict:
                         for claim, xs in sorted(by_claim.items())},
         "divergences_by_classification": dict(sorted(by_class.items())),
         "coverage": coverage,
-        "notes": notes, "per_seed": [{k: v for k, v in r.items() if k != "coverage"} for r in records],
+        "coverage_by_config": coverage_by_config(records),
+        "notes": notes, "per_seed": [{k: v for k, v in r.items() if k not in ("coverage", "coverages")} for r in records],
     }
 
 
@@ -82,18 +117,21 @@ def write_report(out: str | Path, report: dict) -> None:
     (out / "report.md").write_text(_markdown(report))
 
 
-def run_campaign(w: Workload, seeds: list[int], out: str | Path, *, cap: float = 120.0,
+def run_campaign(w: Workload | list, seeds: list[int], out: str | Path, *, cap: float = 120.0,
                  progress: Callable[[str], None] | None = None) -> dict:
+    """Every seed of every workload (``w`` one or a list), one report (``aggregate``)."""
     out = Path(out)
+    ws = list(w) if isinstance(w, (list, tuple)) else [w]
     records = []
-    for seed in seeds:
-        r = run(w, seed, out=out / "traces", cap=cap)
-        rec = seed_record(r)
-        records.append(rec)
-        if progress:
-            progress(f"seed {seed}: {rec['end']}, {rec['rpc_total']} RPCs, {rec['faults_injected']} faults, "
-                     f"{len(rec['divergences'])} divergence(s)")
-    report = aggregate(w, records)
+    for x in ws:
+        for seed in seeds:
+            r = run(x, seed, out=out / "traces", cap=cap)
+            rec = seed_record(r, x)
+            records.append(rec)
+            if progress:
+                progress(f"{x.name} seed {seed}: {rec['end']}, {rec['rpc_total']} RPCs, {rec['faults_injected']} faults, "
+                         f"{len(rec['divergences'])} divergence(s), validation {(rec['validation'] or {}).get('status')}")
+    report = aggregate(ws if len(ws) > 1 else ws[0], records)
     write_report(out, report)
     return report
 
@@ -121,6 +159,7 @@ def _markdown(rep: dict) -> str:
                   f"smallest: seed {s['seed']}, {s['events']} events (`{s['trace']}`), steps {s['evidence']}: "
                   f"{s['detail']}", ""]
     lines += _coverage_lines(rep.get("coverage"))
+    lines += _by_config_lines(rep.get("coverage_by_config") or [], rep.get("validation_units") or {})
     if rep["notes"]:
         lines += ["## Notes", ""] + [f"- {n}" for n in rep["notes"]]
     return "\n".join(lines) + "\n"
@@ -147,3 +186,23 @@ def _coverage_lines(cov: dict | None) -> list[str]:
     lines += ["", f"Actions never taken: {', '.join(f'`{a}`' for a in cov['uncovered_actions']) or 'none'}; "
               f"kinds never taken: {', '.join(f'`{a}`' for a in cov['uncovered_kinds']) or 'none'}.", ""]
     return lines
+
+
+def _by_config_lines(covs: list[dict], units: dict) -> list[str]:
+    lines = ["## Model coverage per configuration", ""]
+    if units:
+        lines += ["Validated units of the larger workloads (observed.py, \"larger workloads\"), runs per unit and "
+                  "status: " + "; ".join(f"{k} {n}" for k, n in sorted(units.items())), ""]
+    if not covs:
+        return lines + ["No accepted log.", ""]
+    lines += ["| configuration | fields | units (workloads) | accepted logs | states covered / total | "
+              "transitions covered / total | kinds taken |", "|---|---|---|---|---|---|---|"]
+    for c in covs:
+        st, tr = c["states"], c["transitions"]
+        tot = (lambda x: "not explored" if x["total"] is None else f"{x['total']:,}")
+        cut = "" if c["graph_complete"] in (True, None) else " (graph cut)"
+        kinds = ", ".join(f"`{k}` {v['covered']}" for k, v in c["by_kind"].items() if v["covered"])
+        lines.append(f"| `{c['config']}` | `{json.dumps(c['overrides'], sort_keys=True)}` | "
+                     f"{', '.join(str(u) for u in c['units'])} ({', '.join(c['workloads'])}) | {c['accepted_logs']} | "
+                     f"{st['covered']} / {tot(st)}{cut} | {tr['covered']} / {tot(tr)}{cut} | {kinds} |")
+    return lines + [""]

@@ -64,7 +64,7 @@ def run_seeds(w: Workload, seeds, cap: float) -> list[tuple[int, str, str]]:
         tmp = Path(tempfile.mkdtemp(prefix=f"conq-upstream-seed{seed}-"))
         try:
             try:
-                rec = seed_record(run(w, int(seed), out=tmp, cap=cap))
+                rec = seed_record(run(w, int(seed), out=tmp, cap=cap), w)
             except Exception as e:  # noqa: BLE001 - reported as the seed's record, not a lost task
                 rec = {"workload": w.name, "seed": int(seed), "end": "error", "worker_exit": None, "rpcs": {},
                        "rpc_total": 0, "faults_injected": 0, "listener_calls": 0, "divergences": [],

@@ -27,7 +27,7 @@ import hashlib
 from dataclasses import dataclass, field, replace
 
 __all__ = ["FAULT_RATES", "WORKLOADS", "GroupSpec", "TopicSpec", "Workload", "fifo_part", "merge", "standard_part",
-           "workload"]
+           "workload", "workload_list"]
 
 
 @dataclass(frozen=True)
@@ -253,3 +253,17 @@ def workload(name: str) -> Workload:
         return WORKLOADS[name]
     except KeyError:
         raise ValueError(f"unknown workload {name!r} (known: {', '.join(sorted(WORKLOADS))})") from None
+
+
+def workload_list(spec: str) -> list[Workload]:
+    """The workloads a campaign runs (issue 19: coverage across several configurations): a name, a
+    comma-separated list, or ``all-model`` (every model-sized workload, in name order)."""
+    names: list[str] = []
+    for part in (x.strip() for x in spec.split(",")):
+        if not part:
+            raise ValueError(f"empty workload name in {spec!r}")
+        names += sorted(n for n, w in WORKLOADS.items() if w.model_size is not None) if part == "all-model" else [part]
+    out = [workload(n) for n in names]
+    if len({w.name for w in out}) != len(out):
+        raise ValueError(f"a workload named twice in {spec!r}")
+    return out

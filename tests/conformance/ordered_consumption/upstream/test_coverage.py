@@ -101,3 +101,30 @@ def test_a_campaign_counts_the_union_and_leaves_rejected_logs_out(tmp_path):
     assert (by_key[fail]["seeds"], by_key[fail]["first_seed"], by_key[fail]["action"]) == (1, 1, "listener_returns")
     assert sum(1 for r in rows if r["kind"] == "state" and r["seeds"]) == cov["states"]["covered"]
     assert campaign_coverage(records, None, None) is None and coverage_rows(records, None, None) == []
+
+
+def test_coverage_is_reported_per_configuration_across_workloads(tmp_path):
+    from conq.conformance.ordered_consumption.upstream.coverage import coverage_by_config
+
+    a = validate_file("ordered-consumption", _log(tmp_path, "a", A_ACKED))
+    three = {"msg_queue": [0, 0, 0], "msg_size": [1, 1, 1]}  # a unit of a larger workload: 3 copies
+    p = tmp_path / "u.observed.ndjson"
+    p.write_text("".join(json.dumps(x) + "\n" for x in [dict(HEADER, config=three)]
+                         + [dict(e, step=i) for i, e in enumerate(A_ACKED, 1)]))
+    u = validate_file("ordered-consumption", str(p))
+    assert (a.verdict, u.verdict) == ("accepted", "accepted")
+    ka, ku = path_keys(a.path, a.start), path_keys(u.path, u.start)
+    records = [{"seed": 0, "workload": "model-push-fifo", "coverages": [{"unit": "MF", "config": CONFIG, "overrides": {}, "keys": ka}]},
+               {"seed": 1, "workload": "model-push-fifo", "coverages": [{"unit": "MF", "config": CONFIG, "overrides": {}, "keys": ka}]},
+               {"seed": 0, "workload": "fifo", "coverages": [{"unit": "PF/g0", "config": CONFIG, "overrides": three, "keys": ku}]},
+               {"seed": 0, "workload": "standard", "coverages": []}]
+    by = {json.dumps(c["overrides"], sort_keys=True): c for c in coverage_by_config(records)}
+    assert set(by) == {"{}", json.dumps(three, sort_keys=True)}
+    named, unit = by["{}"], by[json.dumps(three, sort_keys=True)]
+    # the model-sized configuration is explored: covered / total, as for one workload
+    assert (named["accepted_logs"], named["units"], named["workloads"]) == (2, ["MF"], ["model-push-fifo"])
+    assert named["states"] == {"covered": 5, "total": len(graph_of(CONFIG, {})["states"])}
+    # a unit's configuration (more messages) is not explored: covered counts only, no totals
+    assert (unit["units"], unit["workloads"], unit["graph_complete"]) == (["PF/g0"], ["fifo"], None)
+    assert unit["states"] == {"covered": len(ku["states"]), "total": None}
+    assert unit["transitions"]["covered"] == 4 and unit["by_kind"]["ack_answer ok"] == {"covered": 1, "total": None}
