@@ -479,7 +479,7 @@ def _desire_queue_before_flag(self):
             self.queue.set_notify_work_desired(self, desired)  # the bug: the queue first
             if self.queue._det:
                 self.queue._point("desired.queue", self.id)
-        self.desired = desired
+        self._write_flag(desired, tell)
 
 
 def _no_higher_reading_lists(self, c, entry):

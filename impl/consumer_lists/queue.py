@@ -343,11 +343,19 @@ class QueueConsumer:
             # ``set_notify_work_desired`` (conformance/consumer_lists/thread_steps.py)
             if tell and self.queue._det:
                 self.queue._point("desired.flag", self.id)
-            self.desired = desired
+            self._write_flag(desired, tell)
             if tell:
                 if self.queue._det:
                     self.queue._point("desired.queue", self.id)
                 self.queue.set_notify_work_desired(self, desired)
+
+    def _write_flag(self, desired: bool, registered: bool) -> None:
+        """The target's flag (``notifyWorkDesired``) and, for a registered acquiring consumer, its
+        place in ``Queue._wanting`` (what the priority check reads, ``Queue._no_higher``): one step."""
+        self.desired = desired
+        if registered and self.acquires:
+            ids = self.queue._wanting.setdefault(self.priority, set())
+            (ids.add if desired else ids.discard)(self.id)  # single set operations: atomic
 
     def add_credit(self, n: int) -> None:
         if n < 0:
@@ -451,6 +459,9 @@ class Queue:
         self._available = 0
         self._consumers: dict[Hashable, QueueConsumer] = {}
         self._browsers: dict[Hashable, QueueConsumer] = {}
+        #: per priority, the registered acquiring consumers whose target's flag says "wants work" (the
+        #: priority check's question, answered in O(levels): ``_no_higher``)
+        self._wanting: dict[int, set[Hashable]] = {}
         self.record_events = record_events
         self.retain_deleted = retain_deleted
         self.max_delivery_failures = max_delivery_failures
@@ -506,6 +517,7 @@ class Queue:
                 c._last_seen = self._first
                 self._browsers[consumer_id] = c
         with c._lock:
+            c._write_flag(c.desired, True)
             self.qcm.add_consumer(c, c.desired)
             if c.desired:
                 self._notify_consumer(c)
@@ -547,7 +559,7 @@ class Queue:
         """
         with consumer._lock:
             consumer.closed = True
-            consumer.desired = False
+            consumer._write_flag(False, True)
             previous = self.qcm.remove_consumer(consumer)
         if previous is None:
             return None
@@ -1154,18 +1166,23 @@ class Queue:
         there let a lower-priority consumer take an entry the model keeps for the higher one (found
         at thread level, issue 17; spec/consumer-lists.md "Thread level").  While nothing is
         consumer-specific every acquiring consumer has the same next entry, so one higher consumer
-        that wants work decides; else each one is asked (read from the QCM before taking
-        ``Queue._lock``: the lock order puts QCM locks first).  O(higher-priority consumers)."""
+        that wants work decides (``_wanting``, kept with the flag: O(levels)); else each one is asked
+        (read from the QCM before taking ``Queue._lock``: the lock order puts QCM locks first)."""
         if c.priority == DEFAULT_PRIORITY:
             return True
-        excl = self._excl
+        wanting = self._wanting
+        for lv in self.qcm.levels():
+            if lv.priority <= c.priority:
+                return True  # no higher consumer's flag says "wants work"
+            if wanting.get(lv.priority):
+                break
+        if not self._excl:
+            return False
         higher = []
         for h in self.qcm.all():
             if h.priority <= c.priority:
                 break
-            if h.acquires and h.desired:  # a single read of the flag, as upstream's volatile read
-                if not excl:
-                    return False
+            if h.acquires and h.id in wanting.get(h.priority, ()):
                 higher.append(h)
         if not higher:
             return True
