@@ -130,8 +130,26 @@ def _record(run: Callable[[tuple, list], Any], s: tuple, outside: list[int], ste
         writes = tuple((i, v) for i, v in enumerate(t) if v is not p[i])
         if any(type(v) is _Poison for _, v in writes) or _holds_poison(a) or _holds_poison(o):
             raise FootprintError(f"step {a!r} copied a field outside its footprint (fast.py)")
-        steps.append((_checked(step_props, p, a, o, t), o, writes))
+        steps.append(_shared((_checked(step_props, p, a, o, t), o, writes)))
     return steps, result
+
+
+#: one object per distinct recorded step, shared by every memo entry that has it (a 10-million-state
+#: run holds about a million entries, most steps recurring in thousands of them: issue 18)
+_STEPS: dict = {}
+
+
+def _shared(step: tuple) -> tuple:
+    """``step``, or the equal step recorded before.  Keyed by the label's class and the step's repr:
+    a CheckedAction equals (and hashes as) the plain action, and True equals 1, but neither may
+    stand for the other."""
+    key = (step[0].__class__, repr(step))
+    found = _STEPS.get(key)
+    if found is None:
+        if len(_STEPS) >= MEMO_LIMIT:
+            _STEPS.clear()
+        found = _STEPS[key] = step
+    return found
 
 
 def _checked(step_props: list, p: tuple, a: tuple, o: Any, t: tuple) -> tuple:
