@@ -68,6 +68,11 @@ def aggregate(w: Workload | list, records: list[dict]) -> dict:
 
 def _aggregate_one(ws: list, records: list[dict]) -> dict:
     w = ws[0]
+
+    def label(r: dict) -> Any:
+        # a seed of a campaign over several workloads is named with its workload ("faults:3")
+        return f"{r.get('workload')}:{r['seed']}" if len(ws) > 1 else r["seed"]
+
     rpcs: Counter = Counter()
     faults: Counter = Counter()
     by_claim: dict = defaultdict(list)
@@ -76,7 +81,7 @@ def _aggregate_one(ws: list, records: list[dict]) -> dict:
         rpcs.update(rec["rpcs"])
         faults.update(rec["faults"])
         for d in rec["divergences"]:
-            by_claim[d["claim"]].append({"seed": rec["seed"], "detail": d["detail"], "evidence": d["evidence"],
+            by_claim[d["claim"]].append({"seed": label(rec), "detail": d["detail"], "evidence": d["evidence"],
                                          "classification": d["classification"],
                                          "trace": rec["trace"], "events": rec["events"]})
         notes += [f"seed {rec['seed']}: {n}" for n in rec["notes"]]
@@ -89,7 +94,7 @@ def _aggregate_one(ws: list, records: list[dict]) -> dict:
         by_class[xs[0]["classification"]] += 1
     return {
         "client": f"{CLIENT}=={CLIENT_VERSION}", "workload": w.name, "seeds": [r["seed"] for r in records],
-        "runs": len(records), "incomplete": [r["seed"] for r in records if not r["end"].split("+")[0] in _ENDED],
+        "runs": len(records), "incomplete": [label(r) for r in records if not r["end"].split("+")[0] in _ENDED],
         "validation_units": dict(Counter(f"{u}: {x['status']}" for r in records
                                          for u, x in ((r["validation"] or {}).get("units") or {}).items())),
         "rpc_total": sum(rpcs.values()), "rpcs": dict(sorted(rpcs.items())),

@@ -135,3 +135,16 @@ def test_a_fifo_group_is_validated_per_message_group(tmp_path):
     p = tmp_path / "whole.observed.ndjson"
     write_observed(p, lines)
     assert validate_file("ordered-consumption", str(p)).verdict == "rejected"
+
+
+def test_a_campaign_names_several_workloads():
+    import pytest
+
+    from conq.conformance.ordered_consumption.upstream.workloads import WORKLOADS, workload_list
+
+    model = sorted(n for n, w in WORKLOADS.items() if w.model_size is not None)
+    assert [w.name for w in workload_list("all-model,faults")] == model + ["faults"] and len(model) >= 7
+    assert [w.name for w in workload_list("fifo, standard")] == ["fifo", "standard"]
+    for bad in ("fifo,nope", "fifo,,all", "fifo,fifo"):
+        with pytest.raises(ValueError):
+            workload_list(bad)
