@@ -80,6 +80,13 @@ def test_producer_push_standard_and_fifo_and_simple_through_the_real_client(tmp_
     # two consumers share FIFO group PF2: every message once, in group order (the server's gate)
     assert _calls(res, "PF2") == Counter({f"F-g{g}-{i}": 1 for g in range(2) for i in range(4)})
     assert res.broker_stats["PF2/F"]["acked"] == 8
+    # conq validate on every unit the model holds (observed.py, "larger workloads"): PS whole, PF per
+    # message group (4 copies each); PF2 (two consumers) and SC (simple) are not validated, with why
+    units = res.validation["units"]
+    assert res.validation["status"] == "partial" and {u: x["status"] for u, x in units.items()} == {
+        "PF/g0": "accepted", "PF/g1": "accepted", "PS": "accepted", "PF2": "not validated", "SC": "not validated"}
+    assert (units["PF/g0"]["messages"], units["PF/g1"]["messages"], units["PS"]["messages"]) == (4, 4, 6)
+    assert units["PS"]["config"] == "push-standard-upstream" and units["PF/g0"]["config"] == "push-fifo-upstream"
     # the trace: a conq trace (schema-valid, read back by the project's reader), listener calls between
     # the receive that delivered the message and the ack that settled it
     t = trace_io.read(res.trace_path)
