@@ -160,7 +160,8 @@ def _unexplored(config_name: str, overrides: dict | None, logs: int, n: int, see
 #: a configuration's graph is explored for the totals only when it holds at most this many messages:
 #: the model-sized configurations (two messages: 2,155 to 12,940 call-level states) are; a unit of a
 #: larger workload is not (one FIFO message group of 4 copies under server faults passes 200,000
-#: states: ``graph_of`` cut it there after 41 s on 2 loaded cores, measured for issue 19)
+#: states: ``graph_of`` cut it there after 41 s on 2 loaded cores, and so does the 6-copy standard
+#: unit of the fault-free ``all`` run, after 55 s; measured for issue 19)
 EXPLORE_MAX_MESSAGES = 2
 
 
