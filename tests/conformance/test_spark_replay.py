@@ -299,8 +299,15 @@ def test_symmetry_counts_coverage_by_class_against_the_symmetric_graph(tmp_path)
     from conq.conformance.views import conformance_model
     from conq.model.engines.explorer import explore
 
+    from conq.conformance.spark_replay import close_session
+
     p = ReplayParams(model="consumer-lists", config_name="same-priority", traces=256, seed=0, length=30, symmetry=True)
-    s = run_replay(p, master="local[2]", out=tmp_path / "sym", say=lambda m: None)
+    try:  # both replays in one kept session (a session start costs more than these jobs)
+        s = run_replay(p, master="local[2]", out=tmp_path / "sym", say=lambda m: None, keep_session=True)
+        plain = run_replay(ReplayParams(**{**p.__dict__, "symmetry": False}), master="local[2]", out=tmp_path / "plain",
+                           say=lambda m: None, truth=False, keep_session=True)
+    finally:
+        close_session()
     assert s.ok and s.state_fraction == 1.0
     view = conformance_model("consumer-lists", "same-priority")
     perms = view.base._symmetry_perms()
@@ -320,8 +327,6 @@ def test_symmetry_counts_coverage_by_class_against_the_symmetric_graph(tmp_path)
     report = (tmp_path / "sym" / "report.md").read_text()
     assert f"Symmetry classes (--symmetry, the model's canonical form): {s.states_covered_canonical:,} seen" in report
     # without --symmetry nothing of this is counted, and the coverage table has no class rows
-    plain = run_replay(ReplayParams(**{**p.__dict__, "symmetry": False}), master="local[2]", out=tmp_path / "plain",
-                       say=lambda m: None, truth=False)
     assert plain.states_covered_canonical is None
     assert {r["kind"] for r in rows(tmp_path / "plain", "coverage")} == {r["kind"] for r in rows(tmp_path / "sym", "coverage")} - {"canonical_state"}
     assert [r for r in rows(tmp_path / "plain", "coverage")] == [r for r in rows(tmp_path / "sym", "coverage") if r["kind"] != "canonical_state"]
