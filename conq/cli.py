@@ -819,7 +819,7 @@ def replay(
     impl: str = typer.Option("reference", "--impl", help="'reference', 'stdio:COMMAND' (one port per partition) or 'driver:MODULE:Class'."),
     master: str = typer.Option("local[*]", "--master", help="Spark master URL."),
     out_dir: Path = typer.Option(Path("reports/replay"), "--out", help="Output folder (Parquet tables, summary.json, report.md)."),
-    partitions: Optional[int] = typer.Option(None, "--partitions", min=1, help="Spark partitions (default: 4 per core, at most one per block)."),
+    partitions: Optional[int] = typer.Option(None, "--partitions", min=1, help="Spark partitions (default: two per core, at most one per block of 64 traces)."),
     only: Optional[int] = typer.Option(None, "--only", min=0, help="Replay trace INDEX alone, in this process, and print its verdict."),
     no_truth: bool = typer.Option(False, "--no-truth", help="Do not explore the bounded graph for the coverage truth."),
     no_graph: bool = typer.Option(False, "--no-graph", help="For targets beyond the explorer: no exhaustive graph; coverage by state fingerprints, growth curve and a Chao2 estimate of the unseen states (automatic for known large targets)."),
