@@ -78,8 +78,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-__all__ = ["HIDDEN", "MAX_GROUP_MESSAGES", "group_log", "group_units", "observed_log", "validate_groups", "validate_run",
-           "write_observed"]
+__all__ = ["HIDDEN", "MAX_GROUP_MESSAGES", "SIMPLE_PER_QUEUE", "group_log", "group_units", "observed_log", "simple_log",
+           "validate_groups", "validate_run", "validate_simple", "write_observed"]
 
 _ANSWER = {"OK": "ok", "INVALID_RECEIPT_HANDLE": "invalid-handle", "MESSAGE_NOT_FOUND": "not-found",
            "BAD_REQUEST": "bad-request", "TOO_MANY_REQUESTS": "throttled"}
@@ -200,11 +200,18 @@ def write_observed(path: str | Path, lines: list[dict]) -> None:
     p.write_text("".join(json.dumps(x, sort_keys=True) + "\n" for x in lines))
 
 
-def validate_run(events: list[dict], model_size: Any, path: str | Path, *, empty_known: bool = True) -> dict:
+def validate_run(events: list[dict], model_size: Any, path: str | Path, *, empty_known: bool = True,
+                 workload: Any = None) -> dict:
     """Write the observed log of a model-sized run to ``path`` and validate it (``conq validate``)."""
     from conq.conformance.validate import validate_file
 
     overrides = dict(getattr(model_size, "overrides", None) or {})
+    if model_size.config_name == "simple":
+        # the simple consumer's mapping ("the simple consumer (SC)" below), sized by ``overrides``
+        u = validate_simple(workload, events, Path(path).parent, "", model_size.group,
+                            empty_known=empty_known, base_fields=overrides, path=path)
+        return {**u, "config": "simple", "overrides": u.get("overrides", overrides),
+                "witness": None}
     lines = observed_log(events, model_size.config_name, list(model_size.bodies), model_size.group, overrides,
                          empty_known=empty_known)
     write_observed(path, lines)
@@ -297,9 +304,16 @@ def group_units(w: Any) -> list[tuple[str, str, str | None, str | None]]:
     out = []
     for group in sorted({c["group"] for c in w.push} | {c["group"] for c in w.simple}):
         consumers = [c for c in w.push if c["group"] == group]
-        if any(c["group"] == group for c in w.simple):
-            out.append((group, group, None, "a simple consumer group: the model's simple consumer has no mapping "
-                                            "from the wire here yet"))
+        simple = [c for c in w.simple if c["group"] == group]
+        if simple:
+            # the simple consumer's own mapping ("the simple consumer (SC)" below)
+            why = None
+            if consumers or len(simple) != 1:
+                why = (f"{len(simple)} simple and {len(consumers)} push consumers share the group: the model has "
+                       "one client per group")
+            elif len(simple[0]["topics"]) != 1:
+                why = "a consumer of several topics: the model has one topic"
+            out.append((group, group, None, why))
             continue
         if len(consumers) != 1:
             out.append((group, group, None, f"{len(consumers)} push consumers share the group: the model has one "
@@ -421,6 +435,10 @@ def validate_groups(w: Any, events: list[dict], out_dir: str | Path, stem: str, 
         if why is not None:
             units[name] = {"status": "not validated", "why": why}
             continue
+        if any(c["group"] == group for c in w.simple):
+            units[name] = validate_simple(w, events, out_dir, stem, group, max_states=max_states,
+                                          empty_known=empty_known)
+            continue
         lines, info = group_log(w, events, group, mg, empty_known=empty_known)
         if lines is None:
             units[name] = {"status": "not validated", **info}
@@ -454,3 +472,208 @@ def validate_groups(w: Any, events: list[dict], out_dir: str | Path, stem: str, 
     if status is None:
         status = "accepted" if got == {"accepted"} else "partial" if "accepted" in got else "not validated"
     return {"status": status, "units": units}
+
+
+# ------------------------------------------------------------------------- the simple consumer (SC)
+# Issue 19: the simple consumer's wire mapped onto the model's simple consumer (model.py
+# ``_s_actions`` / ``_s_rpc``; seed 001 "Simple consumer": every call the application makes is one
+# remote call, no internal retry), at the call level (calls.py ``_compose_simple``: an application
+# call and its one request, one step):
+#
+# =====================================  ===============================================  ==================
+# wire (the group's SimpleConsumer)      call                                              observation
+# =====================================  ===============================================  ==================
+# ReceiveMessage answered one message    ``["simple_receive", "ok"]``                      ``["ok", [m, attempt]]``
+# ReceiveMessage MESSAGE_NOT_FOUND / OK  ``["simple_receive", "ok"]``                      ``["ok", []]``
+#   with nothing
+# INTERNAL_SERVER_ERROR / TOO_MANY_REQ.  ``["simple_receive", "error"]`` (``throttled``      ``"error"``
+#                                        under ``answer_codes``)
+# REQUEST_TIMEOUT, a gRPC status, other  ``["simple_receive"]`` (answer unknown)           left out
+# AckMessage                             ``["simple_ack", m, ans]``                        left out
+# ChangeInvisibleDuration                ``["simple_change_invisible", m, ans]``           left out
+# =====================================  ===============================================  ==================
+#
+# Why each rule is sound:
+#
+# * every receive is logged, whatever its answer (none is left out as for the push consumer): the
+#   model moves its round-robin on after *every* receive answer, a failed one included (model.py
+#   ``_s_rpc``, F1 of issue 14: upstream SimpleConsumerImpl.receive0 takes the next queue before it
+#   sends), so a left-out receive would shift every later one onto the wrong queue.  An answer the
+#   wire cannot classify stays unknown (a timeout is lost -- delivered, nobody holds it -- or not
+#   applied: the client cannot tell, seed 001 has no retry to tell it);
+# * the round-robin's start: upstream picks it at random (``queue_selector.py``
+#   ``QueueSelector.__init__``: ``random.randint(1, 1000)``), the model starts at queue 0; the model's
+#   queues are the wire's renamed by a rotation that sends the first receive's queue to 0 (the
+#   model's queues are interchangeable up to rotation: model.py ``_symmetries``, "only the
+#   rotations"), and each copy's ``msg_queue`` is renamed with them;
+# * an empty answer means nothing of the queue was deliverable, as for the push consumer (the core
+#   answers MESSAGE_NOT_FOUND only when its last check under the queue's lock found nothing:
+#   broker.receive_message), except: before the last SendMessage of the topic (the model's messages
+#   are all stored from the start, the run's are sent while the consumer already receives: an empty
+#   answer then may precede a copy's send), after the client's NotifyClientTermination (a cancelled
+#   receive takes nothing), and when the fault plan answers not-found without asking the core -- each
+#   of these is logged with its answer unknown (the receive happened: the round-robin moves on);
+# * the model's simple receive brings at most one message (``_s_rpc``: the first READY of the queue):
+#   a receive that brought more is not mapped (the unit is not validated, ``why`` says so); the
+#   workloads' simple consumers receive one message per call (``batch`` 1, workloads.py);
+# * a settle names its copy by the core id of its receipt handle (as for the push units), or by its
+#   message id when that names one copy; the application settles each message once, right after its
+#   receive, on the one thread of its loop (worker.py), so one call is in flight at a time, which is
+#   the call-level view's composition (``simple_threads`` 1); an abandoned copy and an expiry are
+#   hidden (``abandon``, ``expire``): the application drops a copy whose settle failed, and the
+#   invisible time (the application's, no auto-renew) runs out unseen;
+# * configuration ``simple`` with the unit's sizes as fields: queues, each copy's queue and size in
+#   (queue, offset) order (the model's per-queue offset order), max attempts (the server
+#   dead-letters at max attempts), ``expiry_while_held`` (nothing renews a simple consumer's
+#   invisible time), ``server_faults`` when the workload injects any.
+#
+# The Python client 5.1.2 does *not* keep the round-robin: ``simple_consumer.py``
+# ``__select_topic_queue`` builds a fresh ``QueueSelector`` (a new random start) on every receive
+# and selects from it, not from the one it stored with ``put_if_absent`` -- so every receive asks a
+# random queue.  Seed 001 says nothing about which queue a receive asks; the model's round-robin is
+# upstream Java's (REFERENCE.md §2, "round-robin topic and queue").  A log the configuration rejects
+# is therefore validated again per *queue* (``per_queue``: one log per wire queue with its copies,
+# its receives and their settles, against ``simple`` with one queue, where the round-robin is
+# trivially kept): sound because the broker keeps each queue's deliveries apart (broker.py ``_gq``)
+# and the model couples the queues of a simple consumer only through the round-robin pointer
+# (``_s_rpc``); it checks every rule but the queue choice.  When every queue's log is accepted the
+# unit is recorded as rejected with that projection named as the variant that accepts it (the
+# model has no switch for "any queue per receive": a gap reported to the lead, not changed here).
+
+#: the name the runner reports for the per-queue projection of a rejected simple-consumer log
+SIMPLE_PER_QUEUE = ("simple-any-queue (per-queue projection: the client picks a random queue per receive, "
+                    "simple_consumer.py __select_topic_queue)")
+
+
+def simple_log(w: Any, events: list[dict], group: str, *, empty_known: bool = True, per_queue: int | None = None,
+               config_name: str = "simple", base_fields: dict | None = None) -> tuple[list[dict] | None, dict]:
+    """The observed log of a simple-consumer group (comment above): (lines or None, info); ``per_queue``:
+    the projection onto one wire queue (one model queue)."""
+    c = next(x for x in w.simple if x["group"] == group)
+    g = w.group(group)
+    topic = next(t for t in w.topics if t.name == c["topics"][0])
+    receives = [e for e in events if e.get("kind") == "rpc" and e["name"] == "ReceiveMessage"
+                and e["request"].get("group") == group]
+    if not receives:
+        return None, {"messages": 0, "why": "the group made no receive"}
+    n = 1 if per_queue is not None else topic.queues
+    start = receives[0]["request"]["queue"]
+
+    def mq(q: int) -> int:  # the model's queue of wire queue q (comment above: a rotation)
+        return 0 if per_queue is not None else (q - start) % n
+
+    copies: dict[str, tuple] = {}  # core id -> (queue, offset, body, client message id)
+    for e in receives:
+        msgs = e["answer"].get("messages") or ()
+        if len(msgs) > 1:
+            return None, {"messages": None, "why": f"a receive brought {len(msgs)} messages: the model's simple "
+                                                   "receive brings one"}
+        for m in msgs:
+            if per_queue is None or m["queue"] == per_queue:
+                copies[_core(m["handle"])] = (m["queue"], m["offset"], m["body"], m["message_id"])
+    if not copies:
+        return None, {"messages": 0, "why": "no copy of the unit was received"}
+    if len(copies) > MAX_GROUP_MESSAGES:
+        return None, {"messages": len(copies), "why": f"more than {MAX_GROUP_MESSAGES} stored copies"}
+    order = sorted(copies, key=lambda k: (mq(copies[k][0]), copies[k][1]))
+    index = {k: i for i, k in enumerate(order)}
+    by_mid: dict[str, list] = {}
+    for k in order:
+        by_mid.setdefault(copies[k][3], []).append(index[k])
+    fields = {**(base_fields or {}), "queues": n, "msg_queue": [mq(copies[k][0]) for k in order],
+              "msg_size": [len(copies[k][2].encode()) or 1 for k in order], "max_attempts": g.max_attempts,
+              "expiry_while_held": True, "server_faults": bool(w.faults), "simple_threads": 1}
+    codes = _answer_codes(config_name, fields)
+    info = {"messages": len(order), "settles": 0, "config": config_name}
+    last_send = max((i for i, e in enumerate(events) if e.get("kind") == "rpc" and e["name"] == "SendMessage"
+                     and any(m.get("topic") == topic.name for m in e["request"].get("messages") or ())), default=-1)
+    out: list[dict] = []
+    terminating: set = set()
+    for i, e in enumerate(events):
+        if e.get("kind") != "rpc":
+            continue
+        if e["name"] == "NotifyClientTermination":
+            terminating.add(e["client_id"])
+        req, ans = e["request"], e["answer"]
+        if req.get("group") != group:
+            continue
+        if e["name"] == "ReceiveMessage":
+            if per_queue is not None and req["queue"] != per_queue:
+                continue  # another queue's receive: no step of this queue (comment above)
+            known = empty_known and i > last_send and e["client_id"] not in terminating
+            msgs = ans.get("messages") or ()
+            status = None if "grpc" in ans else ans.get("status")
+            if msgs:
+                ev = {"action": ["simple_receive", "ok"],
+                      "observation": ["ok", [index[_core(msgs[0]["handle"])], msgs[0]["attempt"]]]}
+            elif status in _RECEIVE_NOT_APPLIED:
+                code = _RECEIVE_NOT_APPLIED[status] if codes else "error"
+                ev = {"action": ["simple_receive", code], "observation": code}
+            elif status in ("MESSAGE_NOT_FOUND", "OK") and known:
+                ev = {"action": ["simple_receive", "ok"], "observation": ["ok", []]}
+            else:
+                ev = {"action": ["simple_receive"]}
+            out.append(ev)
+        elif e["name"] in ("AckMessage", "ChangeInvisibleDuration"):
+            handle = (req.get("entries") or [{}])[0].get("handle") if "entries" in req else req.get("handle")
+            mid = (req.get("entries") or [{}])[0].get("message_id") if "entries" in req else req.get("message_id")
+            k = _core(handle)
+            if k in index:
+                m = index[k]
+            elif len(by_mid.get(mid, ())) == 1:
+                m = by_mid[mid][0]
+            elif per_queue is not None:
+                continue  # another queue's copy
+            else:
+                return None, {**info, "why": f"a {e['name']} naming no copy (handle and message id unknown)"}
+            action = ["simple_ack" if e["name"] == "AckMessage" else "simple_change_invisible", m]
+            name = _ANSWER.get(ans.get("status")) if "grpc" not in ans else None
+            if name is None and "grpc" not in ans:
+                name = "error"
+            if name is not None:
+                action.append(name)
+            out.append({"action": action})
+            info["settles"] += 1
+    header = {"format": "conq-trace", "version": 1, "kind": "observed", "level": "call",
+              "model": "ordered-consumption", "config_name": config_name, "config": fields, "hidden": HIDDEN}
+    return [header] + [dict(ev, step=i) for i, ev in enumerate(out, 1)], info
+
+
+def validate_simple(w: Any, events: list[dict], out_dir: str | Path, stem: str, group: str, *,
+                    max_states: int = 200_000, empty_known: bool = True, base_fields: dict | None = None,
+                    path: str | Path | None = None) -> dict:
+    """Validate a simple-consumer group (comment above): the whole group, and when that is rejected,
+    the per-queue projection as the variant that may accept it."""
+    from conq.conformance.validate import validate_file
+
+    lines, info = simple_log(w, events, group, empty_known=empty_known, base_fields=base_fields)
+    if lines is None:
+        return {"status": "not validated", **info}
+    path = Path(path) if path is not None else Path(out_dir) / f"{stem}.{group}.observed.ndjson"
+    write_observed(path, lines)
+    v = validate_file("ordered-consumption", str(path), max_states=max_states)
+    u = {"status": v.verdict, "log": str(path), **info, "overrides": lines[0]["config"], "events": v.events,
+         "accepted": v.accepted, "failed": v.failed, "allowed": v.allowed[:10], "states": v.states}
+    if v.verdict == "accepted":
+        from conq.conformance.ordered_consumption.upstream.coverage import path_keys
+
+        u["coverage"] = path_keys(v.path, v.start)
+    elif v.verdict == "rejected":
+        queues = sorted({e["request"]["queue"] for e in events if e.get("kind") == "rpc"
+                         and e["name"] == "ReceiveMessage" and e["request"].get("group") == group})
+        logs, accepted, verdicts = [], 0, []
+        for q in queues:
+            ql, qinfo = simple_log(w, events, group, empty_known=empty_known, per_queue=q, base_fields=base_fields)
+            if ql is None:
+                verdicts.append("accepted" if qinfo.get("messages") == 0 else "not validated")
+                continue
+            qpath = Path(str(path).replace(".observed.ndjson", "") + f".variant-queue{q}.observed.ndjson")
+            write_observed(qpath, ql)
+            qv = validate_file("ordered-consumption", str(qpath), max_states=max_states)
+            verdicts.append(qv.verdict)
+            logs.append(str(qpath))
+            accepted += qv.accepted
+        if verdicts and set(verdicts) == {"accepted"}:
+            u["variant"] = {"name": SIMPLE_PER_QUEUE, "fields": {"queues": 1}, "log": ", ".join(logs),
+                            "accepted": accepted}
+    return u

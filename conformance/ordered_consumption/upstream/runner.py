@@ -322,7 +322,8 @@ def run(w: Workload, seed: int, *, out: str | Path | None = None, cap: float = 1
                 # not-found without asking the core (observed.py, second table)
                 result.validation = validate_run(rec.events(), w.model_size,
                                                  Path(out) / f"{w.name}-seed{seed}.observed.ndjson",
-                                                 empty_known="not-found" not in w.faults.get("receive_message", {}))
+                                                 empty_known="not-found" not in w.faults.get("receive_message", {}),
+                                                 workload=w)
             except Exception as e:  # noqa: BLE001 - a validator that cannot read the log is reported
                 result.validation = {"status": "error", "why": f"{type(e).__name__}: {e}"}
             if result.validation["status"] == "rejected":

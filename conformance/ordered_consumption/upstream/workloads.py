@@ -127,7 +127,9 @@ def standard_part(n: int = 6, invisible: int = 30) -> dict:
         "producers": ({"name": "p-std", "topics": ["T"], "messages": [{"topic": "T", "body": b} for b in bodies]},),
         "push": ({"name": "c-std", "group": "PS", "topics": ["T"], "threads": 4,
                   "fail": {"flaky": ["T-1"], "first": 1, "always": ["T-4"]}},),
-        "simple": ({"name": "s-1", "group": "SC", "topics": ["T"], "batch": 4, "invisible": invisible, "await": 1,
+        # batch 1: the model's simple receive brings one message (model.py ``_s_rpc``), so the unit SC
+        # is validated (observed.py, "the simple consumer (SC)")
+        "simple": ({"name": "s-1", "group": "SC", "topics": ["T"], "batch": 1, "invisible": invisible, "await": 1,
                     "fail": {"flaky": ["T-2"], "first": 1}},),
     }
 
@@ -243,6 +245,28 @@ WORKLOADS["model-push-fifo-renewed"] = replace(model_push_fifo(
     "model-push-fifo-renewed", {"hold": {"BB": [1]}},
     script=({"on": "hold", "body": "BB", "call": 1}, {"on": "renewed", "count": 3},
             {"do": "release", "body": "BB", "call": 1})), renew=True, auto_renew_invisible=2.0)
+
+def model_simple(name: str, fail: dict) -> Workload:
+    """The simple consumer of configuration ``simple`` (seed 001 "Simple consumer"): messages A (1 byte)
+    and B (2 bytes) on one queue, already on the server when the consumer starts, max attempts 2; the
+    application receives one message per call and acks it, or changes its invisible duration to 0 when
+    the workload fails it (worker.py).  One queue, not the configuration's two: the Python client
+    asks a random queue per receive (observed.py, "the simple consumer (SC)"), so on two queues the
+    model's round-robin rejects almost every run for that alone -- the two-queue case is the
+    ``standard`` / ``faults`` unit SC.  Sizes (fields over ``simple``) come from the run's copies."""
+    return Workload(
+        name, topics=(TopicSpec("MS", 1),), groups=(GroupSpec("MSC", max_attempts=2),),
+        producers=({"name": "p-model", "topics": ["MS"], "produce_first": True,
+                    "messages": [{"topic": "MS", "body": "A"}, {"topic": "MS", "body": "BB"}]},),
+        simple=({"name": "s-model", "group": "MSC", "topics": ["MS"], "batch": 1, "invisible": 30, "await": 1,
+                 "fail": fail},),
+        max_delivery_faults=None,
+        model_size=ModelSize("simple", ("A", "BB"), "MSC", {"queues": 1, "msg_queue": [0, 0], "msg_size": [1, 2],
+                                                             "max_attempts": 2, "expiry_while_held": True,
+                                                             "server_faults": False, "simple_threads": 1}))
+
+
+WORKLOADS["model-simple"] = model_simple("model-simple", {"flaky": ["BB"], "first": 1})
 
 WORKLOADS["faults"] = Workload("faults", **merge(standard_part(invisible=2), fifo_part()), faults=FAULT_RATES,
                                 auto_renew_invisible=2.0)

@@ -21,6 +21,7 @@ import pytest
 pytest.importorskip("rocketmq")
 
 from conq.conformance import trace as trace_io  # noqa: E402
+from conq.conformance.ordered_consumption.upstream.observed import SIMPLE_PER_QUEUE  # noqa: E402
 from conq.conformance.ordered_consumption.upstream.runner import CLIENT_VERSION, OBSERVED_MODEL, run  # noqa: E402
 from conq.conformance.ordered_consumption.upstream.workloads import (  # noqa: E402
     WORKLOADS,
@@ -47,7 +48,10 @@ def test_producer_push_standard_and_fifo_and_simple_through_the_real_client(tmp_
     res = run(WORKLOADS["all"], 0, out=tmp_path, cap=CAP)
     assert res.end == "settled", (res.end, res.worker_stderr)
     assert res.worker_exit == 0
-    assert res.divergences == [], [d.as_dict() for d in res.divergences]
+    # the only divergence allowed: unit SC's queue choice (the client asks a random queue per
+    # receive, observed.py "the simple consumer (SC)"), when its receives did not alternate
+    assert all(d.claim == "model-accepts-log-as-variant" and "unit SC " in d.detail for d in res.divergences), \
+        [d.as_dict() for d in res.divergences]
     sent = [e for e in res.recorder.events() if e.get("event") == "api" and e.get("call") == "send"]
     assert len(sent) == 14 and all(e["result"] == "ok" for e in sent)
     rpcs = res.rpc_counts
@@ -81,10 +85,17 @@ def test_producer_push_standard_and_fifo_and_simple_through_the_real_client(tmp_
     assert _calls(res, "PF2") == Counter({f"F-g{g}-{i}": 1 for g in range(2) for i in range(4)})
     assert res.broker_stats["PF2/F"]["acked"] == 8
     # conq validate on every unit the model holds (observed.py, "larger workloads"): PS whole, PF per
-    # message group (4 copies each); PF2 (two consumers) and SC (simple) are not validated, with why
-    units = res.validation["units"]
-    assert res.validation["status"] == "partial" and {u: x["status"] for u, x in units.items()} == {
-        "PF/g0": "accepted", "PF/g1": "accepted", "PS": "accepted", "PF2": "not validated", "SC": "not validated"}
+    # message group (4 copies each), SC against configuration simple; PF2 (two consumers) is not
+    # validated, with why.  SC is accepted when the client's random queues happened to alternate as
+    # the model's round-robin does, else rejected at the first receive that did not and accepted by
+    # the per-queue projection (each queue's rules but the queue choice)
+    units = dict(res.validation["units"])
+    sc = units.pop("SC")
+    assert sc["config"] == "simple" and sc["messages"] == 6, sc
+    assert sc["status"] == "accepted" or (sc["status"] == "rejected" and sc["variant"]["name"] == SIMPLE_PER_QUEUE), sc
+    assert res.validation["status"] == ("partial" if sc["status"] == "accepted" else "rejected")
+    assert {u: x["status"] for u, x in units.items()} == {
+        "PF/g0": "accepted", "PF/g1": "accepted", "PS": "accepted", "PF2": "not validated"}
     assert (units["PF/g0"]["messages"], units["PF/g1"]["messages"], units["PS"]["messages"]) == (4, 4, 6)
     assert units["PS"]["config"] == "push-standard-upstream" and units["PF/g0"]["config"] == "push-fifo-upstream"
     # the trace: a conq trace (schema-valid, read back by the project's reader), listener calls between
@@ -223,6 +234,9 @@ def test_one_seed_under_faults_keeps_every_other_claim(tmp_path):
     assert "model-accepts-log" not in claims or claims & bugs, [d.as_dict() for d in res.divergences]
     assert {u["status"] for u in res.validation["units"].values()} <= {"accepted", "rejected", "not validated"}
     assert res.validation["units"]["PF2"]["status"] == "not validated"  # two consumers share the group
+    # the simple consumer's unit is validated (observed.py, "the simple consumer (SC)")
+    sc = res.validation["units"]["SC"]
+    assert sc["status"] in ("accepted", "rejected") and sc["config"] == "simple", sc
     trace_io.read(res.trace_path)
 
 
@@ -248,7 +262,10 @@ def test_cli_runs_a_seed_and_writes_the_report(tmp_path):
     res = CliRunner().invoke(app, ["upstream", "rocketmq-python", "--workload", "standard", "--seeds", "1",
                                    "--out", str(tmp_path), "--json"])
     doc = json.loads(res.stdout)
-    assert res.exit_code == 0, doc
-    assert doc["runs"] == 1 and doc["divergences"] == {} and doc["rpcs"]["SendMessage"] == 6
+    # the one divergence allowed: unit SC's queue choice (the client asks a random queue per receive,
+    # observed.py "the simple consumer (SC)"), when its receives did not alternate; a found one exits 1
+    assert set(doc["divergences"]) <= {"model-accepts-log-as-variant"}, doc
+    assert res.exit_code == (1 if doc["divergences"] else 0), doc
+    assert doc["runs"] == 1 and doc["rpcs"]["SendMessage"] == 6
     assert doc["client"] == f"rocketmq-python-client=={CLIENT_VERSION}"
     assert (tmp_path / "report.md").exists() and (tmp_path / "traces" / "standard-seed0.ndjson").exists()
