@@ -210,8 +210,7 @@ def validate_run(events: list[dict], model_size: Any, path: str | Path, *, empty
         # the simple consumer's mapping ("the simple consumer (SC)" below), sized by ``overrides``
         u = validate_simple(workload, events, Path(path).parent, "", model_size.group,
                             empty_known=empty_known, base_fields=overrides, path=path)
-        return {**u, "config": "simple", "overrides": u.get("overrides", overrides),
-                "witness": None}
+        return {"witness": None, **u, "config": "simple", "overrides": u.get("overrides", overrides)}
     lines = observed_log(events, model_size.config_name, list(model_size.bodies), model_size.group, overrides,
                          empty_known=empty_known)
     write_observed(path, lines)
@@ -280,8 +279,9 @@ def _slug(name: str) -> str:
 # Not validated (``why`` names the reason): a group shared by several push consumers (the model
 # has one client per group, and the broker couples them: one client's ack makes the next FIFO message
 # deliverable to the other, and the assignment splits the queues between them -- projecting per
-# client would drop steps of the shared per-group state); a simple consumer group (the model's
-# simple consumer has no wire mapping here yet); a unit with more than ``MAX_GROUP_MESSAGES`` copies
+# client would drop steps of the shared per-group state); a simple consumer group shared with other
+# consumers (a group with one simple consumer has its own mapping: "the simple consumer (SC)" below);
+# a unit with more than ``MAX_GROUP_MESSAGES`` copies
 # (the model's states grow with them); a settle naming no copy (neither handle nor message id).
 # Validation is bounded by ``max_states`` (states per closure): a bound that cut the search is
 # ``incomplete``, never ``accepted``.
@@ -646,6 +646,7 @@ def validate_simple(w: Any, events: list[dict], out_dir: str | Path, stem: str, 
     the per-queue projection as the variant that may accept it."""
     from conq.conformance.validate import validate_file
 
+    model_sized = path is not None
     lines, info = simple_log(w, events, group, empty_known=empty_known, base_fields=base_fields)
     if lines is None:
         return {"status": "not validated", **info}
@@ -658,6 +659,8 @@ def validate_simple(w: Any, events: list[dict], out_dir: str | Path, stem: str, 
         from conq.conformance.ordered_consumption.upstream.coverage import path_keys
 
         u["coverage"] = path_keys(v.path, v.start)
+        if model_sized:  # as validate_run gives it (a unit of a larger run keeps only its coverage)
+            u["witness"] = [st.to_json() for st in v.path]
     elif v.verdict == "rejected":
         queues = sorted({e["request"]["queue"] for e in events if e.get("kind") == "rpc"
                          and e["name"] == "ReceiveMessage" and e["request"].get("group") == group})

@@ -121,4 +121,4 @@ def test_model_simple_on_a_fault_free_seed_is_accepted(tmp_path):
     acts = [json.loads(x)["action"] for x in list(open(v["log"]))[1:]]
     assert acts.count(["simple_ack", 0, "ok"]) == 1 and acts.count(["simple_ack", 1, "ok"]) == 1
     assert acts.count(["simple_change_invisible", 1, "ok"]) == 1
-    assert v["coverage"]["states"]
+    assert v["coverage"]["states"] and len(v["witness"]) >= len(acts)
