@@ -1172,8 +1172,8 @@ def upstream_rocketmq_python(
     out_dir: Optional[Path] = typer.Option(None, "--out", help="Traces and the report go here (default reports/upstream-rocketmq-python, with --spark reports/upstream-rocketmq-python-spark)."),
     max_seconds: float = typer.Option(120.0, "--max-seconds", min=1.0, help="Safety cap per run (a run that hits it is incomplete, exit 4)."),
     spark: bool = typer.Option(False, "--spark", help="One Spark task per seed; Parquet tables runs/, divergences/, coverage/ beside the report."),
-    master: str = typer.Option("local[*]", "--master", help="Spark master URL (with --spark)."),
-    partitions: Optional[int] = typer.Option(None, "--partitions", min=1, help="Spark tasks (default: one per seed)."),
+    master: Optional[str] = typer.Option(None, "--master", help="Spark master URL (with --spark; default local[*])."),
+    partitions: Optional[int] = typer.Option(None, "--partitions", min=1, help="Spark tasks (with --spark; default: one per seed)."),
     json_out: bool = JsonOpt,
 ) -> None:
     """The RocketMQ Python thin client (pinned in pyproject) against the broker's gRPC face: seeded
@@ -1190,6 +1190,11 @@ def upstream_rocketmq_python(
             raise UsageProblem(f"--workload: {e}") from None
         if spark and len(ws) > 1:
             raise UsageProblem("--workload: --spark runs one workload (got a list)")
+        if not spark and (master is not None or partitions is not None):
+            # a Spark option without --spark would be ignored silently: refuse it (bad usage, exit 2)
+            raise UsageProblem(f"{'--master' if master is not None else '--partitions'} needs --spark "
+                               "(without it the campaign runs locally, one seed after another)")
+        spark_master = master or "local[*]"
         w = ws[0] if len(ws) == 1 else ws
         if CLIENT_VERSION == "not installed":
             raise UsageProblem(f"{CLIENT} is not installed (pip install -e . installs the pinned version)")
@@ -1200,9 +1205,9 @@ def upstream_rocketmq_python(
             from conq.conformance.ordered_consumption.upstream.spark_campaign import run_spark_campaign
             from conq.conformance.spark_replay import ReplayError
 
-            _check_master(master)
+            _check_master(spark_master)
             try:
-                rep = run_spark_campaign(w, seed_list, where, master=master, partitions=partitions, cap=max_seconds,
+                rep = run_spark_campaign(w, seed_list, where, master=spark_master, partitions=partitions, cap=max_seconds,
                                          say=lambda s: err.print(s, markup=False))
             except ReplayError as e:
                 raise UsageProblem(str(e)) from None

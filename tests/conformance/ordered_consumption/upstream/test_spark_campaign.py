@@ -159,6 +159,21 @@ def test_cli_spark_refuses_a_foreign_output_folder_and_a_bad_master_with_exit_2(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["mine"] and [p.name for p in out.iterdir()] == ["notes.txt"]
 
 
+@pytest.mark.parametrize("option", [["--master", "local[2]"], ["--partitions", "2"]])
+def test_cli_refuses_a_spark_option_without_spark_with_exit_2(tmp_path, option):
+    # ignored silently it would run a local campaign the user did not ask for
+    from typer.testing import CliRunner
+
+    from conq.cli import app
+
+    out = tmp_path / "out"
+    res = CliRunner().invoke(app, ["upstream", "rocketmq-python", "--workload", "model-push-fifo", "--seeds", "1",
+                                   "--out", str(out), "--json", *option])
+    doc = json.loads(res.stdout)
+    assert res.exit_code == 2 and "needs --spark" in doc["error"]["message"] and option[0] in doc["error"]["message"], doc
+    assert not out.exists() and list(tmp_path.iterdir()) == []
+
+
 def test_a_run_that_raises_is_an_incomplete_record_not_a_lost_task(tmp_path, monkeypatch):
     # what a Spark task does, in-process: a run that raises (here before any process starts) is the
     # seed's record ending "error" -- no verdict, counted incomplete -- and its folder is removed
