@@ -106,6 +106,10 @@ CLASSIFICATION = {
     "fifo-one-in-consumption": "upstream variant (model config push-fifo-upstream: no process-queue lock, the "
                                "next message is consumed while the previous one's settle is still retried; DEV-022)",
     "standard-settle-retried": "upstream variant (DEV-006: standard ack / change-invisible retried every second)",
+    "simple-receive-round-robin": "upstream choice the seed leaves open (seed 001 names no queue order; upstream "
+                                  "Java and the model ask the queues round-robin, F1): simple_consumer.py "
+                                  "__select_topic_queue selects from a fresh QueueSelector (random start) on every "
+                                  "receive; gap in conq's model (no switch for any queue per receive)",
 }
 
 
@@ -594,6 +598,24 @@ def check(w: Workload, r: RunResult) -> list[Divergence]:
         if len(es) > 1:
             out.append(Divergence("txn-single-attempt", f"transactional message {mid} sent {len(es)} times "
                                   "(seed 001 Producer: exactly one attempt)", [step[id(e)] for e in es]))
+    # The simple consumer's receives ask the topic's queues round-robin (model.py ``_s_rpc``, F1: the
+    # round-robin moves on after every receive, a failed one included; REFERENCE.md §2 "round-robin
+    # topic and queue"): each receive of a client asks the queue after its previous receive's.
+    queues_of = {t.name: t.queues for t in w.topics}
+    simple_groups = {c["group"] for c in w.simple}
+    by_client: dict = defaultdict(list)
+    for e in events:
+        if e.get("kind") == "rpc" and e["name"] == "ReceiveMessage" and e["request"].get("group") in simple_groups:
+            by_client[(e["request"]["group"], e["client_id"], e["request"]["topic"])].append(e)
+    for (g, _cid, t), es in sorted(by_client.items()):
+        n = queues_of.get(t, 1)
+        off = [(a, b) for a, b in zip(es, es[1:]) if b["request"]["queue"] != (a["request"]["queue"] + 1) % n]
+        if n > 1 and off:
+            a, b = off[0]
+            out.append(Divergence("simple-receive-round-robin", f"{g}/{t}: {len(off)} of {len(es) - 1} receives did "
+                                  f"not ask the queue after the previous receive's (first: queue "
+                                  f"{a['request']['queue']} then {b['request']['queue']} of {n})",
+                                  [step[id(a)], step[id(b)]]))
     for e in events:
         # a shutdown() that did not return within the worker's cap is a wall-clock observation, so it
         # is noted, never a verdict (the settle loop behind it is counted above)

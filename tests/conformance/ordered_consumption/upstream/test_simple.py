@@ -122,3 +122,41 @@ def test_model_simple_on_a_fault_free_seed_is_accepted(tmp_path):
     assert acts.count(["simple_ack", 0, "ok"]) == 1 and acts.count(["simple_ack", 1, "ok"]) == 1
     assert acts.count(["simple_change_invisible", 1, "ok"]) == 1
     assert v["coverage"]["states"] and len(v["witness"]) >= len(acts)
+
+
+def test_the_python_client_asks_a_fresh_random_queue_on_every_receive(monkeypatch):
+    # The divergence's smallest reproduction, on the client's own code (no server): with the random
+    # start fixed at 1, a kept selector would ask queues 1, 0, 1, 0 (its index moves on); 5.1.2's
+    # __select_topic_queue builds a new QueueSelector on every receive and selects from that one, so
+    # every receive asks queue 1 (the one stored with put_if_absent is never selected from)
+    pytest.importorskip("rocketmq")
+    from rocketmq.v5.client.balancer import queue_selector
+    from rocketmq.v5.consumer.simple import simple_consumer
+
+    class Queue:
+        def __init__(self, i):
+            self.id = i
+
+        def is_readable(self):
+            return True
+
+        def is_master_broker(self):
+            return True
+
+    class Route:
+        message_queues = [Queue(0), Queue(1)]
+
+    class Fake:
+        client_type = simple_consumer.ClientType.SIMPLE_CONSUMER
+        _SimpleConsumer__receive_queue_selectors = simple_consumer.ConcurrentMap()
+
+        def _retrieve_topic_route_data(self, topic):
+            return Route()
+
+    monkeypatch.setattr(queue_selector.random, "randint", lambda a, b: 1)
+    select = simple_consumer.SimpleConsumer._SimpleConsumer__select_topic_queue
+    fake = Fake()
+    assert [select(fake, "T").id for _ in range(4)] == [1, 1, 1, 1]
+    kept = fake._SimpleConsumer__receive_queue_selectors.get("T")
+    # the stored one is the first receive's (put_if_absent), used once: kept, it would go on 0, 1, 0, 1
+    assert [kept.select_next_queue().id for _ in range(4)] == [0, 1, 0, 1]
