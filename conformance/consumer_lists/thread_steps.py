@@ -7,7 +7,7 @@ only after scanning" -- cannot be seen.  Here the port keeps one logical thread 
 thread and per publishing thread, and the checker chooses the interleaving:
 
 * environment actions (``add_consumer c``, ``enqueue j``, ``enqueue_held j``, ``unhold j``,
-  ``credit c``) are the model's own environment steps, *not* settled: an ``enqueue`` leaves the
+  ``credit c``, ``suspend c r``, ``resume c r``) are the model's own environment steps, *not* settled: an ``enqueue`` leaves the
   publisher's ``notifyConsumers`` owed, as a thread of its own, and a ``credit`` that makes the
   consumer want work again leaves its ``setNotifyWorkDesired`` owed;
 * ``["step", "io", c]`` lets consumer ``c``'s IO thread run to its next scheduling point: one of the
@@ -37,7 +37,11 @@ configuration that sets no credit has the first version's scope (``thread_overri
 budget 0 and a credit that never runs out, so no ``setNotifyWorkDesired`` runs.  ``credit`` and
 ``credit-priority`` and ``credit-same-priority`` give each consumer one credit and the environment one grant (``env_budget`` 1,
 spent on ``credit`` only: ``CREDIT_SCOPE`` switches off suspension reasons, removal and release), so
-the credit runs out with a delivery and comes back.
+the credit runs out with a delivery and comes back.  ``suspend-priority`` spends a budget of 2 on
+``suspend c flow`` / ``resume c flow`` (credit plenty): the reference runs those halves on the
+client's thread too (``QueueConsumer.set_flow``), mapped the same way; a suspension or resumption is
+offered only between pulls (the pull's credit allocation needs the consumer's lock the client thread
+holds across the halves).
 
 Where ``setNotifyWorkDesired`` runs.  The model gives both halves to the consumer's IO thread
 (model.py ``_io_steps``: after a delivery, pc START, and between pulls), as upstream, where the
@@ -94,12 +98,18 @@ def thread_overrides(messages: int) -> dict[str, Any]:
     return {"env_budget": 0, "initial_credit": messages + 1, "max_credit": messages + 1}
 
 
-#: what a configuration with an environment budget must switch off: the budget buys credit grants only
-CREDIT_SCOPE = {"reasons": 0, "removal": False, "release": False}
+#: what a configuration with an environment budget must switch off: the budget buys credit grants,
+#: suspensions and resumptions only (no removal, no release)
+ENV_SCOPE = {"removal": False, "release": False}
+#: the credit configurations: no suspension reason either
+CREDIT_SCOPE = {"reasons": 0, **ENV_SCOPE}
+#: the environment actions that change a consumer's desire (each runs setNotifyWorkDesired's halves
+#: when the desire changed): not offered while that consumer's halves are owed (``desire_busy``)
+DESIRE_ENV = frozenset({"credit", "suspend", "resume"})
 
 #: model steps the thread level does not offer yet (module docstring, "Scope")
 UNSUPPORTED = frozenset({"delete_entry", "delayed_acquisition", "reject", "reset_sub_pointers_for_groups",
-                         "remove_consumer", "suspend", "resume", "release"})
+                         "remove_consumer", "release"})
 #: the named configurations the thread level runs on (checked in CI: tests/conformance/consumer_lists)
 THREAD_CONFIGS: dict[str, dict[str, Any]] = {
     "one-acquirer": {"consumers": ((1, True),), "messages": 2},
@@ -122,6 +132,10 @@ THREAD_CONFIGS: dict[str, dict[str, Any]] = {
     # two acquirers of one priority with credit: the acquire race and the halves together
     "credit-same-priority": {"consumers": ((1, True), (1, True)), "messages": 2, "initial_credit": 1, "max_credit": 1,
                              "env_budget": 1, **CREDIT_SCOPE},
+    # flow control: the higher consumer suspended and resumed (two environment steps), credit plenty:
+    # the halves with desired false and true run by the client's thread in the reference (set_flow)
+    "suspend-priority": {"consumers": ((2, True), (1, True)), "messages": 1, "reasons": 1, "env_budget": 2,
+                         **ENV_SCOPE},
 }
 #: configurations on which the reference diverges at thread level, left for the lead (``conq
 #: conformance consumer-lists --level thread --config NAME`` shows the trace).  Empty: both findings
@@ -148,10 +162,11 @@ def thread_model(config: str = "one-acquirer", overrides: dict[str, Any] | None 
         if fields.get(key):
             raise ValueError(f"the thread level does not offer the other actors yet ({key})")
     if fields["env_budget"] != 0:
-        wrong = [f"{k}={fields.get(k)!r}" for k, v in CREDIT_SCOPE.items() if fields.get(k, v) != v]
+        wrong = [f"{k}={fields.get(k)!r}" for k, v in ENV_SCOPE.items() if fields.get(k, v) != v]
         if wrong:
-            raise ValueError(f"thread level, {config}: an environment budget buys credit grants only; set "
-                             f"{', '.join(f'{k}={v!r}' for k, v in CREDIT_SCOPE.items())} (got {', '.join(wrong)})")
+            raise ValueError(f"thread level, {config}: an environment budget buys credit grants, suspensions and "
+                             f"resumptions only; set {', '.join(f'{k}={v!r}' for k, v in ENV_SCOPE.items())} "
+                             f"(got {', '.join(wrong)})")
     base = load_model("consumer-lists", "small", fields)
     return ConsumerListsThreads(base)
 
@@ -212,8 +227,12 @@ class ConsumerListsThreads(Model):
             name = a[0]
             if name == "idle":
                 continue
-            if name == "credit" and self.desire_busy(s, a[1]):
-                continue  # a grant is not offered while c's setNotifyWorkDesired is under way
+            if name in DESIRE_ENV and self.desire_busy(s, a[1]):
+                continue  # not offered while c's setNotifyWorkDesired is under way (desire_busy)
+            if name in ("suspend", "resume") and s[a[1] * CF + F_PC] not in (IDLE, START):
+                # nor in the middle of a pull: the reference's set_flow holds the consumer's lock
+                # across the halves and the pull needs it (its credit allocation)
+                continue
             if name in UNSUPPORTED:
                 raise ValueError(f"the thread level does not offer model step {a!r} (thread_steps.py, 'Scope')")
             if name in IO_STEPS:
@@ -487,17 +506,19 @@ class ThreadStepsDriver:
         from conq.conformance.adapters import ActionRejected
 
         inner, name = self.inner, action[0]
-        if name not in ("add_consumer", "enqueue", "enqueue_held", "unhold", "credit"):
+        if name not in ("add_consumer", "enqueue", "enqueue_held", "unhold", *DESIRE_ENV):
             raise ValueError(f"{name!r} is not offered at thread level (thread_steps.py, 'Scope')")
         q = inner.q
-        if name == "credit":
-            c = action[1] if len(action) == 2 and type(action[1]) is int else -1
+        if name in DESIRE_ENV:
+            c = action[1] if len(action) >= 2 and type(action[1]) is int else -1
             if not 0 <= c < len(inner.cons):
-                raise ValueError(f"credit takes a consumer number, got {list(action)!r}")
+                raise ValueError(f"{name} takes a consumer number, got {list(action)!r}")
             if self.budget == 0:
                 raise ActionRejected("the environment's budget is spent")
             if self._desire_busy(c):
                 raise ActionRejected(f"consumer {c}'s setNotifyWorkDesired is under way (it holds the consumer's lock)")
+            if name != "credit" and c in self.io:
+                raise ActionRejected(f"consumer {c}'s IO thread is in the middle of a pull (thread_steps.py, 'Scope')")
         if name in ("enqueue", "enqueue_held"):
             (j,) = action[1:]
             if j in inner.ids or any(k not in inner.ids for k in range(j)) or j >= inner._n_messages:
@@ -519,11 +540,11 @@ class ThreadStepsDriver:
         stop = self._run_to_point(t)
         if name not in ("enqueue", "enqueue_held") and problem:
             raise problem[0]
-        if name == "credit":
+        if name in DESIRE_ENV:
             self.budget -= self.budget > 0
         if stop == "publish.notify" and name in ("enqueue", "unhold"):
             self.publishers[action[1]] = t
-        elif stop == "desired.flag" and name == "credit":
+        elif stop == "desired.flag" and name in DESIRE_ENV:
             # the grant changed the consumer's desire: the client thread waits before the flag
             # write, and the consumer's next IO-thread steps are the two halves (module docstring)
             self.desires[action[1]] = [t, stop]
@@ -572,6 +593,7 @@ class ThreadStepsDriver:
             name, stop = self._desire_half(c, t, label)
             if stop == "exit":
                 del self.desires[c]
+                inner.pulling[c] = False  # model: the IO thread is idle after the halves (pc IDLE)
             else:
                 pending[1] = stop
             return ((name, c, inner.cons[c].desired), None, self._notified_since(pos))
@@ -705,6 +727,12 @@ _ENV_MEANING = {
     "credit": "one more credit (only below `max_credit`, and only while the consumer's setNotifyWorkDesired is neither "
               "owed nor half done), the IO thread scheduled; the environment's budget pays for it. A consumer that had "
               "no credit now owes setNotifyWorkDesired(true): its next `[\"step\", \"io\", c]` is `target_flag`",
+    "suspend": "suspension reason `r` set (only while the consumer's setNotifyWorkDesired is neither owed nor half done; "
+               "the budget pays for it); nobody is scheduled. A consumer that wanted work now owes "
+               "setNotifyWorkDesired(false): its next `[\"step\", \"io\", c]` is `target_flag`",
+    "resume": "suspension reason `r` cleared (same conditions, and for both: only between the consumer's pulls, not "
+              "in the middle of one); a consumer that now wants work again owes "
+              "setNotifyWorkDesired(true)",
 }
 
 
@@ -735,9 +763,10 @@ def reference_section(cap: int = 20_000) -> list[str]:
            "carries `\"level\": \"thread\"` and the port confirms with the feature `thread-steps` in `init_ok`, see "
            "[../port-protocol.md](../port-protocol.md)). The port keeps one logical thread per consumer's IO thread "
            "and per publishing thread and stops each at its scheduling points; the checker chooses which thread runs "
-           "next. The environment actions are `add_consumer`, `enqueue`, `enqueue_held`, `unhold` and `credit`, "
-           "each the model's step alone: the notification an `enqueue` or `unhold` owes is a publisher thread of its "
-           "own, and the setNotifyWorkDesired a `credit` owes is run by the consumer's IO thread (below). "
+           "next. The environment actions are `add_consumer`, `enqueue`, `enqueue_held`, `unhold`, `credit`, "
+           "`suspend` and `resume`, each the model's step alone: the notification an `enqueue` or `unhold` owes is a "
+           "publisher thread of its own, and the setNotifyWorkDesired a `credit`, `suspend` or `resume` owes is run "
+           "by the consumer's IO thread (below). "
            "Every observation is `[label, result, notified]` (`notified` sorted ascending); an environment action's "
            "label is the action itself, with result null. The snapshot has the call level's shape, taken between "
            "steps; a credit allocated by `find_next_available` counts as held until the `acquire` takes it."), "",
@@ -750,13 +779,15 @@ def reference_section(cap: int = 20_000) -> list[str]:
         seen_results = ", ".join(f"`{r}`" for r in sorted(results.get(step, ()))) or "(never reached)"
         out.append(f"| {req} | {label} | {seen_results} | {meaning} |")
     for name, meaning in _ENV_MEANING.items():
-        out.append(f'| `["{name}", c]` | `["{name}", c]` | `null` | {meaning} |')
+        req = f'`["{name}", c]`' if name == "credit" else f'`["{name}", c, r]`'
+        out.append(f"| {req} | {req} | `null` | {meaning} |")
     out += ["", ("A thread with no step now (an IO thread neither scheduled, nor pulling, nor owing a half of "
             "setNotifyWorkDesired; a message whose publisher owes nothing) answers error 13, and so does a `credit` "
             "the model does not offer now (at `max_credit`, the budget spent, or the consumer's setNotifyWorkDesired "
-            "owed or half done). The configurations the thread level runs on, as `init` sends them (those without an "
+            "owed or half done), and likewise a `suspend` or `resume`. The configurations the thread level runs on, as `init` sends them (those without an "
             "environment budget have a credit that never runs out: no `setNotifyWorkDesired` runs there; the three "
-            "`credit` ones have one credit per consumer and one grant; see "
+            "`credit` ones have one credit per consumer and one grant, `suspend-priority` a suspension and a "
+            "resumption, offered only between the consumer's pulls; see "
             "conformance/consumer_lists/thread_steps.py):"), "", "```"]
     out += configs + ["```", ""]
     return out

@@ -107,12 +107,12 @@ def test_the_reference_port_answers_thread_level_requests_and_their_errors():
         {"type": "action", "id": 3, "action": ["step", "publisher", 0], "snapshot": True},
         {"type": "action", "id": 4, "action": ["step", "publisher", 0]},  # owes nothing now: not enabled
         {"type": "action", "id": 5, "action": ["step", "io"]},  # malformed step
-        {"type": "action", "id": 6, "action": ["suspend", 0, "flow"]},  # not offered at thread level
+        {"type": "action", "id": 6, "action": ["release", 0]},  # not offered at thread level
         {"type": "action", "id": 7, "action": ["credit", 0]},  # offered, but this configuration has no budget
         {"type": "reset", "id": 8, "seed": 1},
         {"type": "shutdown", "id": 9},
     )
-    init_ok, enq, pub, again, bad, suspend, credit, reset, bye = replies
+    init_ok, enq, pub, again, bad, release, credit, reset, bye = replies
     assert init_ok["type"] == "init_ok" and protocol.THREAD_STEPS in init_ok["features"]
     assert enq == {"type": "action_ok", "id": 2, "observation": [["enqueue", 0], None, []]}
     assert pub["observation"] == [["notify_consumers", 0], None, [0]]
@@ -120,7 +120,7 @@ def test_the_reference_port_answers_thread_level_requests_and_their_errors():
     assert (again["type"], again["code"], again["definite"]) == ("error", 13, True)
     assert (bad["type"], bad["code"], bad["definite"]) == ("error", 12, True)
     assert "[\"step\", \"io\" | \"publisher\", number]" in bad["text"]
-    assert (suspend["code"], suspend["definite"]) == (12, True) and "not offered at thread level" in suspend["text"]
+    assert (release["code"], release["definite"]) == (12, True) and "not offered at thread level" in release["text"]
     assert (credit["code"], credit["definite"]) == (13, True) and "budget is spent" in credit["text"]
     assert reset["type"] == "reset_ok" and bye["type"] == "shutdown_ok"
 
@@ -237,11 +237,30 @@ def test_a_credit_is_not_offered_while_the_consumers_desire_is_under_way():
     assert any(a == ("credit", 0) and model.desire_busy(s, 0) for s in seen for a, _o, _t in base.successors(s))
 
 
-@pytest.mark.parametrize("config", ["credit", "credit-priority", "same-priority"])
-def test_the_widened_configurations_conform_exhaustively(config):
-    r = ts.check_threads(InProcess(ts.ThreadStepsDriver), config, walks=0, depth=10)
+@pytest.mark.parametrize("config,depth", [("credit", 10), ("credit-priority", 10), ("same-priority", 10),
+                                          ("suspend-priority", 7)])
+def test_the_widened_configurations_conform_exhaustively(config, depth):
+    r = ts.check_threads(InProcess(ts.ThreadStepsDriver), config, walks=0, depth=depth)
     assert r.ok and not r.incomplete, r.describe()
     assert r.exhaustive >= 150, r.describe()
+
+
+def test_a_suspension_is_offered_only_between_pulls_and_its_halves_are_io_steps():
+    model = ts.thread_model("suspend-priority")
+    d = ts.ThreadStepsDriver(json.loads(json.dumps(dict(Checker(model, None).config))), 0)
+    try:
+        assert d.do(("enqueue", 0))[0] == ("enqueue", 0)
+        assert d.do(("step", "publisher", 0)) == (("notify_consumers", 0), None, (0,))
+        assert d.do(("step", "io", 0))[0] == ("deliver_single_message", 0)
+        with pytest.raises(Exception, match="middle of a pull"):
+            d.do(("suspend", 0, "flow"))
+        assert d.do(("suspend", 1, "flow")) == (("suspend", 1, "flow"), None, ())
+        assert d.do(("step", "io", 1)) == (("target_flag", 1, False), None, ())
+        # the loss of interest hands a wake-up over: c0, Interested since its pull began, has m0
+        assert d.do(("step", "io", 1)) == (("set_notify_work_desired", 1, False), None, (0,))
+        assert [n for n, _ in d.snapshot()["consumers"]] == ["notified", "not-interested"]
+    finally:
+        d.close()
 
 
 def test_the_priority_check_reading_lists_is_caught_at_thread_level_only():

@@ -774,13 +774,16 @@ class ThreadedQueue extends Queue {
       }
       return [label, result, [...this.notifiedLog].sort((a, b) => a - b)];
     }
-    if (!['add_consumer', 'enqueue', 'enqueue_held', 'unhold', 'credit'].includes(name)) {
+    if (!['add_consumer', 'enqueue', 'enqueue_held', 'unhold', 'credit', 'suspend', 'resume'].includes(name)) {
       throw unknown(`${JSON.stringify(name)} is not an environment action of the thread level`);
     }
-    if (name === 'credit' && Number.isInteger(args[0]) && args[0] >= 0 && args[0] < this.consumers.length &&
-        this._desireOwed(this.consumers[args[0]])) {
-      // the page: not offered while the consumer's setNotifyWorkDesired is owed or half done
-      throw disabled(`consumer ${args[0]}'s setNotifyWorkDesired is owed or under way`);
+    if (['credit', 'suspend', 'resume'].includes(name) && Number.isInteger(args[0]) && args[0] >= 0 &&
+        args[0] < this.consumers.length) {
+      const c = this.consumers[args[0]];
+      // the page: not offered while the consumer's setNotifyWorkDesired is owed or half done, and a
+      // suspend or resume not in the middle of a pull either
+      if (this._desireOwed(c)) throw disabled(`consumer ${c.id}'s setNotifyWorkDesired is owed or under way`);
+      if (name !== 'credit' && c.pc !== 'idle') throw disabled(`consumer ${c.id} is in the middle of a pull`);
     }
     const [result, notified] = super.perform(action);
     return [action, result, notified];
