@@ -1176,6 +1176,10 @@ class Queue:
                 return True  # no higher consumer's flag says "wants work"
             if wanting.get(lv.priority):
                 break
+        else:
+            # every level is higher than c's (c's own level is gone: a consumer being removed) and
+            # none wants work: there is no higher consumer to defer to
+            return True
         if not self._excl:
             return False
         higher = []
