@@ -246,7 +246,7 @@ WORKLOADS["model-push-fifo-renewed"] = replace(model_push_fifo(
     script=({"on": "hold", "body": "BB", "call": 1}, {"on": "renewed", "count": 3},
             {"do": "release", "body": "BB", "call": 1})), renew=True, auto_renew_invisible=2.0)
 
-def model_simple(name: str, fail: dict) -> Workload:
+def model_simple(name: str, fail: dict, faults: dict | None = None, invisible: int = 30) -> Workload:
     """The simple consumer of configuration ``simple`` (seed 001 "Simple consumer"): messages A (1 byte)
     and B (2 bytes) on one queue, already on the server when the consumer starts, max attempts 2; the
     application receives one message per call and acks it, or changes its invisible duration to 0 when
@@ -258,15 +258,25 @@ def model_simple(name: str, fail: dict) -> Workload:
         name, topics=(TopicSpec("MS", 1),), groups=(GroupSpec("MSC", max_attempts=2),),
         producers=({"name": "p-model", "topics": ["MS"], "produce_first": True,
                     "messages": [{"topic": "MS", "body": "A"}, {"topic": "MS", "body": "BB"}]},),
-        simple=({"name": "s-model", "group": "MSC", "topics": ["MS"], "batch": 1, "invisible": 30, "await": 1,
+        simple=({"name": "s-model", "group": "MSC", "topics": ["MS"], "batch": 1, "invisible": invisible, "await": 1,
                  "fail": fail},),
-        max_delivery_faults=None,
+        faults=faults or {}, max_delivery_faults=None,
         model_size=ModelSize("simple", ("A", "BB"), "MSC", {"queues": 1, "msg_queue": [0, 0], "msg_size": [1, 2],
                                                              "max_attempts": 2, "expiry_while_held": True,
-                                                             "server_faults": False, "simple_threads": 1}))
+                                                             "server_faults": bool(faults), "simple_threads": 1}))
 
 
 WORKLOADS["model-simple"] = model_simple("model-simple", {"flaky": ["BB"], "first": 1})
+#: server faults of configuration simple's ``server_faults`` (failed and throttled receives, lost and
+#: failed settles); no lost receive (its delivery would wait out the invisible time unseen), and a
+#: short invisible time so that a copy whose settle failed comes back soon (``expiry_while_held``)
+MODEL_SIMPLE_FAULT_RATES = {
+    "receive_message": {"internal": 0.2, "throttled": 0.1},
+    "ack_message": {"lost": 0.2, "internal": 0.2},
+    "change_invisible_duration": {"lost": 0.2, "internal": 0.2},
+}
+WORKLOADS["model-simple-faults"] = model_simple("model-simple-faults", {"flaky": ["BB"], "first": 1},
+                                                MODEL_SIMPLE_FAULT_RATES, invisible=2)
 
 WORKLOADS["faults"] = Workload("faults", **merge(standard_part(invisible=2), fifo_part()), faults=FAULT_RATES,
                                 auto_renew_invisible=2.0)
