@@ -1168,7 +1168,7 @@ app.add_typer(upstream_app, name="upstream")
 def upstream_rocketmq_python(
     seeds: int = typer.Option(3, "--seeds", min=1, help="How many seeds (one run each)."),
     first_seed: int = typer.Option(0, "--first-seed", min=0, help="The first seed; seeds are consecutive."),
-    workload: str = typer.Option("faults", "--workload", help="all | standard | fifo | faults (all under seeded faults) | model-push-fifo[-dlq|-faults|...] (model-sized), a comma-separated list, or all-model (every model-sized one); every trace is validated with conq validate, coverage per configuration."),
+    workload: str = typer.Option("faults", "--workload", help="all | standard | fifo | faults (all under seeded faults) | model-push-fifo[-dlq|-faults|...], model-simple[-faults] (model-sized), a comma-separated list, or all-model (every model-sized one); every trace is validated with conq validate as far as the model holds it (whole, or per unit), coverage per configuration."),
     out_dir: Optional[Path] = typer.Option(None, "--out", help="Traces and the report go here (default reports/upstream-rocketmq-python, with --spark reports/upstream-rocketmq-python-spark)."),
     max_seconds: float = typer.Option(120.0, "--max-seconds", min=1.0, help="Safety cap per run (a run that hits it is incomplete, exit 4)."),
     spark: bool = typer.Option(False, "--spark", help="One Spark task per seed; Parquet tables runs/, divergences/, coverage/ beside the report."),

@@ -93,7 +93,7 @@ def _aggregate_one(ws: list, records: list[dict]) -> dict:
     for xs in by_claim.values():
         by_class[xs[0]["classification"]] += 1
     return {
-        "client": f"{CLIENT}=={CLIENT_VERSION}", "workload": w.name, "seeds": [r["seed"] for r in records],
+        "client": f"{CLIENT}=={CLIENT_VERSION}", "workload": w.name, "seeds": [label(r) for r in records],
         "runs": len(records), "incomplete": [label(r) for r in records if not r["end"].split("+")[0] in _ENDED],
         "validation_units": dict(Counter(f"{u}: {x['status']}" for r in records
                                          for u, x in ((r["validation"] or {}).get("units") or {}).items())),

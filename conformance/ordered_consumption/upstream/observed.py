@@ -436,8 +436,11 @@ def validate_groups(w: Any, events: list[dict], out_dir: str | Path, stem: str, 
             units[name] = {"status": "not validated", "why": why}
             continue
         if any(c["group"] == group for c in w.simple):
-            units[name] = validate_simple(w, events, out_dir, stem, group, max_states=max_states,
-                                          empty_known=empty_known)
+            try:
+                units[name] = validate_simple(w, events, out_dir, stem, group, max_states=max_states,
+                                              empty_known=empty_known)
+            except Exception as e:  # noqa: BLE001 - as for a push unit below: this unit errs, the others keep their verdicts
+                units[name] = {"status": "error", "why": f"{type(e).__name__}: {e}", "group": group}
             continue
         lines, info = group_log(w, events, group, mg, empty_known=empty_known)
         if lines is None:

@@ -35,6 +35,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import random
 import sys
 import threading
 import time
@@ -89,6 +90,10 @@ def main() -> int:
             return TransactionResolution.COMMIT
 
     seed = int(job["seed"])
+    # the client draws from the global `random` (QueueSelector's start, push_consumer's queue for a
+    # route query): seeded from the run's seed, so a seed reproduces those draws as far as the
+    # client's threads draw in the same order (verdicts never rest on one draw: observed.py, SC)
+    random.seed(f"conq-upstream-{seed}")
     stop_requested = threading.Event()
     releases: dict[tuple[str, int], threading.Event] = {}
     releases_lock = threading.Lock()

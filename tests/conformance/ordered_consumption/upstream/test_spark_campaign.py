@@ -195,3 +195,25 @@ def test_a_run_that_raises_is_an_incomplete_record_not_a_lost_task(tmp_path, mon
     rep = aggregate(WORKLOADS["model-push-fifo"], [rec])
     assert rep["incomplete"] == [3] and rep["divergences"] == {} and rep["coverage"]["accepted_logs"] == 0
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_campaign_over_several_workloads_names_each_seed_with_its_workload(tmp_path, monkeypatch):
+    # seeds repeat across workloads: the summary's `seeds`, `incomplete` and divergence seeds say which
+    import tempfile
+
+    from conq.conformance.ordered_consumption.upstream import runner
+    from conq.conformance.ordered_consumption.upstream.campaign import aggregate
+    from conq.conformance.ordered_consumption.upstream.spark_campaign import run_seeds
+
+    def boom(w, seed, **kw):
+        raise OSError("no port")
+
+    monkeypatch.setattr(runner, "run", boom)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    ws = [WORKLOADS["model-push-fifo"], WORKLOADS["model-push-fifo-dlq"]]
+    recs = [json.loads(r) for w in ws for _, r, _ in run_seeds(w, [1, 0], cap=CAP)]
+    rep = aggregate(ws, list(reversed(recs)))
+    assert rep["seeds"] == ["model-push-fifo:0", "model-push-fifo:1", "model-push-fifo-dlq:0", "model-push-fifo-dlq:1"]
+    assert rep["incomplete"] == rep["seeds"] and rep["workloads"] == ["model-push-fifo", "model-push-fifo-dlq"]
+    one = aggregate(ws[0], recs[:2])
+    assert one["seeds"] == [0, 1]
