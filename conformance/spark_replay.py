@@ -92,6 +92,51 @@ class ReplayParams:
     #: model's ``canonical`` (issue 18) is a ``canonical_state`` cover row, counted against the
     #: explorer's symmetric graph (spec/replay-coverage.md, "Coverage by symmetry class")
     symmetry: bool = False
+    #: the protocol level (``--level``): ``call`` (one port call per model call) or ``thread``
+    #: (consumer-lists only: the thread-step view of conformance/consumer_lists/thread_steps.py, the
+    #: checker choosing the interleaving, the reference under the deterministic scheduler; the
+    #: configuration is one of ``thread_steps.THREAD_CONFIGS``, default ``one-acquirer``)
+    level: str = "call"
+
+
+def target_model(params: ReplayParams):
+    """The model the replay checks against: the call-level view of ``params.model`` (views.py), or
+    at ``level="thread"`` the thread-step view (``thread_steps.thread_model``).  ReplayError for an
+    unknown level or a configuration the level does not offer."""
+    from .views import conformance_model
+
+    if params.level == "call":
+        return conformance_model(params.model, params.config_name, params.overrides)
+    if params.level != "thread":
+        raise ReplayError(f"--level must be call or thread, got {params.level!r}")
+    if params.model != "consumer-lists":
+        raise ReplayError(f"--level thread: only consumer-lists has a thread-step level, not {params.model!r}")
+    from .consumer_lists.thread_steps import thread_model
+
+    try:
+        # ``--set`` values from the command line are strings: the call level parses them through
+        # the model's configuration; here the same parsing through a call-level load first
+        overrides = dict(params.overrides)
+        if overrides:
+            from conq.model.kernel import config_dict
+
+            parsed = config_dict(conformance_model("consumer-lists", "small", overrides).config)
+            overrides = {k: parsed[k] for k in overrides}
+        return thread_model(params.config_name or "one-acquirer", overrides)
+    except ValueError as e:
+        raise ReplayError(f"--level thread: {e}") from None
+
+
+def target_impl(params: ReplayParams, model, timeout: float | None = None):
+    """The implementation under test at ``params.level`` (``thread_steps.thread_impl`` at thread level)."""
+    from .suite import make_impl
+
+    t = params.timeout if timeout is None else timeout
+    if params.level == "thread":
+        from .consumer_lists.thread_steps import thread_impl
+
+        return thread_impl(params.impl, timeout=t)
+    return make_impl(params.impl, model.name, timeout=t, max_line_bytes=params.max_line_bytes)
 
 
 def stable_hash(value: Any) -> int:
@@ -134,12 +179,11 @@ _SETUP: dict[str, tuple] = {}
 def _setup(params: ReplayParams) -> tuple:
     from conq.model.kernel import Kind
 
-    from .views import conformance_model
-
-    key = json.dumps([params.model, params.config_name, params.overrides, params.mode, params.prefix_depth], sort_keys=True, default=str)
+    key = json.dumps([params.model, params.config_name, params.overrides, params.mode, params.prefix_depth, params.level],
+                     sort_keys=True, default=str)
     got = _SETUP.get(key)
     if got is None:
-        model = conformance_model(params.model, params.config_name, params.overrides)
+        model = target_model(params)
         sometimes = [p for p in model.property_list() if p.kind is Kind.SOMETIMES or p.witness is not None]
         checks = [
             (p.check if p.kind is Kind.SOMETIMES else p.witness, p.name)
@@ -161,19 +205,18 @@ def _replay(params: ReplayParams, blocks: Iterable[int], per_block: bool) -> Ite
     from . import generate
     from .checker import Checker
     from .coverage_estimate import state_class
-    from .suite import make_impl
-
     model, checks, hits, prefixes = _setup(params)
     # the states of a call-level view are states of its model (settled ones), so the model's own
     # canonical form names their symmetry class (conformance/consumer_lists/calls.py keeps ``base``)
     canon = getattr(model, "base", model).canonical if params.symmetry else None
-    impl = make_impl(params.impl, model.name, timeout=params.timeout, max_line_bytes=params.max_line_bytes)
+    impl = target_impl(params, model)
     checker = Checker(model, impl, snapshots=params.snapshots, record=True)
     base_cmd = _replay_command(params)
     first: dict[tuple, int] = {}
     units: dict[tuple, int] = {}  # state/transition key -> sampling units that met it
     classes: dict[tuple, str] = {}  # state key -> its kind
     unit_keys: set[tuple] = set()  # the state/transition keys met in the current unit
+    thread = params.level == "thread"
     by_block = params.mode == "coverage"  # the sampling unit: a block (coverage mode) or a trace
     # Fingerprints are memoised per process (states are hashable; the dict's salted hash never
     # leaves this process): a walk meets the same states over and over.
@@ -243,7 +286,10 @@ def _replay(params: ReplayParams, blocks: Iterable[int], per_block: bool) -> Ite
                         if len(tfps) >= 200_000:
                             tfps.clear()
                         s, label, t = tr_
-                        got = tfps[tr_] = (("transition", fingerprint((fp(s), label, fp(t)))), ("action", label[0][0]))
+                        # at thread level every thread step is the action "step": its observation's
+                        # label names the model step that ran (thread_steps.py, "Each reply's observation")
+                        name = label[1][0][0] if thread else label[0][0]
+                        got = tfps[tr_] = (("transition", fingerprint((fp(s), label, fp(t)))), ("action", name))
                     tkey, akey = got
                     unit_keys.add(tkey)
                     first.setdefault(tkey, index)
@@ -319,6 +365,8 @@ def _replay_command(p: ReplayParams) -> str:
         cmd += f" --impl '{p.impl}'"
     if p.symmetry:
         cmd += " --symmetry"
+    if p.level != "call":
+        cmd += f" --level {p.level}"
     return cmd
 
 
@@ -774,16 +822,14 @@ def run_replay(
     ``run_replay`` of this process with the same ``master`` and ``conf`` (its Python workers stay
     up with conq imported and the model set up); :func:`close_session` stops it (also at exit).
     Without it, a session kept by an earlier call is reused and then stopped."""
-    from .views import conformance_model
-
     if params.mode not in ("random", "coverage", "exhaustive"):
         raise ReplayError(f"--mode must be random, coverage or exhaustive, got {params.mode!r}")
-    model = conformance_model(params.model, params.config_name, params.overrides)  # fail fast on bad model/config
+    model = target_model(params)  # fail fast on bad model/config/level
     from .adapters import sigterm_exits
-    from .suite import SuiteError, make_impl
+    from .suite import SuiteError
 
     try:
-        make_impl(params.impl, model.name, max_line_bytes=params.max_line_bytes).close()  # fail fast on a bad --impl, before Spark starts
+        target_impl(params, model).close()  # fail fast on a bad --impl, before Spark starts
     except SuiteError as e:
         raise ReplayError(str(e)) from None
     final = resolve_output(out)  # refuses an output folder conq may not replace; touches nothing
@@ -807,6 +853,9 @@ BEYOND_EXPLORER: dict[tuple[str, str | None, str], str] = {
     ("recovery-deferral", "reference", '{"queue_size": 2, "recoveries": 6}'):
         "six recoveries per producer and queues of two: the explorer stopped at its 200,000-state bound "
         "(261 s, 793 MB) with the frontier still open",
+    ("ordered-consumption", "push-fifo", '{"msg_queue": [0, 1, 0], "msg_size": [1, 1, 1]}'):
+        "a FIFO push consumer with three messages over two queues: the explorer stopped at its 200,000-state "
+        "bound (19 s, 367 MB) with the frontier still open (two messages over two queues complete at 109,561)",
 }
 
 
@@ -818,6 +867,8 @@ def graph_out_of_reach(params: ReplayParams) -> str | None:
 
     from .views import conformance_model
 
+    if params.level != "call":
+        return None  # the entries are call-level targets; a thread-level graph is explored up to the budget
     mine = None
     for (model, config, overrides), why in BEYOND_EXPLORER.items():
         if model != params.model:

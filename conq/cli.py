@@ -824,6 +824,7 @@ def replay(
     no_truth: bool = typer.Option(False, "--no-truth", help="Do not explore the bounded graph for the coverage truth."),
     no_graph: bool = typer.Option(False, "--no-graph", help="For targets beyond the explorer: no exhaustive graph; coverage by state fingerprints, growth curve and a Chao2 estimate of the unseen states (automatic for known large targets)."),
     symmetry: bool = typer.Option(False, "--symmetry", help="Also count coverage by symmetry class (the model's canonical form), against the model's symmetric graph."),
+    level: str = typer.Option("call", "--level", help="Protocol level: call, or thread (consumer-lists: the checker chooses the threads' interleaving; --config names one of the thread-level configurations, default one-acquirer)."),
     json_out: bool = JsonOpt,
 ) -> None:
     """Generate and replay many traces on Spark; report conformance and coverage against the exhaustive graph."""
@@ -845,7 +846,7 @@ def replay(
             _check_master(master)
             _check_output_dir(out_dir, "--out")
         params = ReplayParams(model=model, config_name=configs[0], overrides=_parse_sets(set_), traces=traces,
-                              seed=seed, length=length, mode=mode, impl=impl, symmetry=symmetry)
+                              seed=seed, length=length, mode=mode, impl=impl, symmetry=symmetry, level=level)
         try:
             if only is not None:
                 row = replay_one(params, only)
@@ -860,10 +861,10 @@ def replay(
                 return EXIT_OK if data["ok"] else EXIT_VIOLATION
             say = (lambda msg: None) if json_out else (lambda msg: err.print(f"[dim]replay:[/] {msg}"))
             if several:  # every configuration and output folder checked before the first replay
-                from conq.conformance.views import conformance_model
+                from conq.conformance.spark_replay import target_model
 
                 for c in configs:
-                    conformance_model(model, c, params.overrides)
+                    target_model(dataclasses.replace(params, config_name=c))
                     resolve_output(out_dir / c)
             summaries = []
             try:
