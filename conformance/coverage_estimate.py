@@ -194,10 +194,15 @@ def growth_at_powers_of_two(first_hits: Iterable[tuple[int, int]], traces: int) 
     return points
 
 
-def state_class(model, state) -> str:
+def state_class(model, state, by_step: bool = False) -> str:
     """The kind of a state for the rarity table: the set of action names it enables
     (``credit, enqueue, pull``), or ``(terminal)``.  A generic grouping every model has: two states
-    of one kind offer the environment the same kinds of choice."""
+    of one kind offer the environment the same kinds of choice.  ``by_step`` (the thread level, whose
+    thread steps are all the action ``step``): the names of the model steps the state enables, from
+    each successor's observation label (conformance/consumer_lists/thread_steps.py ``_label``)."""
+    if by_step:
+        names = sorted({o[0][0] for _a, o, _t in model.successors(state)})
+        return ", ".join(names) if names else "(terminal)"
     names = sorted({a[0] if isinstance(a, tuple) and a else str(a) for a in model.actions(state)})
     return ", ".join(names) if names else "(terminal)"
 
