@@ -27,7 +27,8 @@ One SparkContext per process: the columns are measured session by session, the i
 beside every Spark job (so the load of a shared machine falls on both alike).
 
 ``--beyond`` measures instead the replay targets whose graph the explorer does not complete
-(``spark_replay.BEYOND_EXPLORER``; no graph, coverage by fingerprints, Chao2 estimate): for each
+(``spark_replay.BEYOND_EXPLORER``, and ``THREAD_BEYOND_EXPLORER`` at ``--level thread`` in random mode;
+no graph, coverage by fingerprints, Chao2 estimate): for each
 target and size, the in-process loop and Spark ``--master`` (default local[*]) side by side --
 seconds of the job, of the whole run with the Spark session, distinct states seen, the estimate and
 its interval -- which is what decides whether a target fits the main job (< ~40 s on local[*]):
@@ -149,13 +150,21 @@ def beyond(sizes: list[int], length: int, repeats: int, master: str) -> int:
     from conq.conformance.coverage_estimate import chao2, incidence_in_process
 
     print(f"targets beyond the explorer, length {length}, {os.cpu_count()} CPUs, master {master}; load average at start: {load()}")
-    for (model, config, overrides), why in sr.BEYOND_EXPLORER.items():
+    targets = [(f"{model}/{config} {overrides}", dict(model=model, config_name=config, overrides=json.loads(overrides),
+                                                       mode="coverage"), why)
+               for (model, config, overrides), why in sr.BEYOND_EXPLORER.items()]
+    # the thread level's (--level thread), in random mode: coverage-guided walks stay in few thread-level
+    # states there (spec/replay-coverage.md, "Ordered consumption and the thread level")
+    targets += [(f"consumer-lists --level thread --mode random {config} {overrides}",
+                 dict(model="consumer-lists", config_name=config, overrides=json.loads(overrides), level="thread",
+                      mode="random"), why)
+                for (config, overrides), why in sr.THREAD_BEYOND_EXPLORER.items()]
+    for title, target, why in targets:
         print()
-        print(f"{model}/{config} {overrides}: {why}")
+        print(f"{title}: {why}")
         print(f"{'traces':>8}{'in-proc s':>11}{'job s':>8}{'run s':>8}{'steps':>10}{'states':>8}{'Chao2':>9}{'95% CI':>18}{'seen/est':>10}")
         for n in sizes:
-            p = sr.ReplayParams(model=model, config_name=config, overrides=json.loads(overrides), traces=n, length=length,
-                                mode="coverage", minimise=False)
+            p = sr.ReplayParams(**target, traces=n, length=length, minimise=False)
             t_in = []
             for _ in range(repeats):
                 t0 = time.perf_counter()
