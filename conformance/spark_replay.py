@@ -43,6 +43,11 @@ workers with conq imported, its package zip) for the next replays of the
 process: ``conq run``'s replays and ``conq replay --config A --config B``
 share one; :func:`close_session` ends it.
 
+``ReplayParams.level="thread"`` (``conq replay consumer-lists --level thread``) replays the
+thread-step view instead (conformance/consumer_lists/thread_steps.py: the checker chooses the
+interleaving, the reference runs under the deterministic scheduler), with the same blocks, seeds,
+rows and coverage (:func:`target_model`, :func:`target_impl`; spec/replay-coverage.md).
+
 The code reaches executors as a zip of the ``conq`` package built at job
 start (:func:`package_zip`) and shipped with ``addPyFile``, so a cluster needs
 nothing installed but Python and the third-party requirements.
