@@ -295,6 +295,11 @@ class ReplyReader:
         return line
 
 
+#: how long ``_PortProcess.read_line`` polls for a reply before it blocks (see ``_spin_read``);
+#: none on a single CPU
+SPIN_SECONDS = 100e-6 if (os.cpu_count() or 1) > 1 else 0.0
+
+
 def _no_constants(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
@@ -465,6 +470,7 @@ class _PortProcess:
         self._in = self.popen.stdin.fileno()
         os.set_blocking(self._in, False)
         self._out = self.popen.stdout.fileno()
+        os.set_blocking(self._out, False)  # read_line's short spin reads it without blocking
         self._errfd = self.popen.stderr.fileno()
         self.out_open = True
         self._discarding = False  # once the port is being ended, its stdout is read and dropped
@@ -616,17 +622,48 @@ class _PortProcess:
                 wsel.close()
 
     def read_line(self, deadline: float) -> bytes:
+        spin = SPIN_SECONDS
         while True:
             line = self.reader.take_line()  # PortFailure when over the cap
             if line is not None:
                 return line
             if not self.out_open:
                 raise _Problem("eof")
+            if spin:
+                spin = 0.0
+                if self._spin_read(SPIN_SECONDS):
+                    continue
             left = deadline - time.monotonic()
             if left <= 0:
                 raise _Problem("timeout")
             for key, _ in self.sel.select(left):
                 self._on_ready(key)
+
+    def _spin_read(self, seconds: float) -> bool:
+        """Poll the port's stdout without blocking for up to ``seconds``; True once it gave bytes
+        or EOF.  A port that answers at once answers within tens of microseconds; blocking in
+        select() instead lets this CPU go idle, and on a virtual machine waking an idle vCPU costs
+        more than the whole answer (measured on the 2-core CI machine: a blocking pipe round trip
+        74-90 us, 12,700-13,500/s; with a 100 us spin on the reader's side 48,000-59,000/s).  Bounded,
+        and never on one CPU, where spinning would only keep the port from running."""
+        end = time.perf_counter() + seconds
+        fd = self._out
+        while True:
+            try:
+                chunk = os.read(fd, 1 << 16)
+            except BlockingIOError:
+                if time.perf_counter() >= end:
+                    return False
+                continue
+            except OSError:
+                chunk = b""
+            if chunk:
+                if not self._discarding:
+                    self.reader.feed(chunk)
+            else:
+                self.out_open = False
+                self.sel.unregister(fd)
+            return True
 
     # -- the end --------------------------------------------------------------------------------
     def end(self, grace: float) -> str:

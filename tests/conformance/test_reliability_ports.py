@@ -493,3 +493,27 @@ def test_every_port_reply_parses_or_is_a_clear_port_failure(stream, trailing_new
             assert isinstance(o, dict) and protocol.validate(o, "port") is None
             assert o["id"] == 1 and o["type"] in (protocol.BY_TYPE[kind].reply, "error")
     assert len(reader.buffered) <= CAP  # a partial line stays pending, bounded by the cap
+
+
+def test_the_short_spin_before_blocking_reads_a_reply_and_sees_eof():
+    """``_PortProcess._spin_read`` (the bounded poll before select, see adapters.SPIN_SECONDS) takes
+    a reply that is already there, and sees the port's EOF, exactly as the blocking path does."""
+    import select
+
+    from conq.conformance.adapters import _PortProcess
+
+    p = _PortProcess(["cat"], None, 1 << 20, 10)
+    try:
+        p.write(b'{"type":"pong"}\n', time.monotonic() + 30)
+        select.select([p._out], [], [], 30)  # the reply is in the pipe (a safety cap, not a verdict)
+        assert p._spin_read(5.0) is True
+        assert p.reader.take_line() == b'{"type":"pong"}' and p.out_open
+        assert p._spin_read(0.0) is False  # nothing more: the poll gives up at once
+        p.popen.stdin.close()
+        p.popen.wait(timeout=30)
+        assert p._spin_read(5.0) is True and not p.out_open  # EOF
+        with pytest.raises(Exception) as e:
+            p.read_line(time.monotonic() + 5)
+        assert getattr(e.value, "kind", None) == "eof"
+    finally:
+        p.end(0.0)
