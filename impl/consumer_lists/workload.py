@@ -693,14 +693,25 @@ class _Run:
             if live:
                 self._close_and_replace(rng.choice(live))
 
+    def _storm_candidates(self) -> list:
+        with self._lock:
+            return [c for c in self.acquirers + self.browsers
+                    if c.id not in self.closing and self._clients[c.id].spec.credit_window is not None]
+
     def _stormer(self) -> None:
         rng = random.Random(_draw(self.seed, 0, 0, 4))
         n = self.faults.credit_storms
         for k in range(n):
             self._pace(k, n)
-            with self._lock:
-                cands = [c for c in self.acquirers + self.browsers
-                         if c.id not in self.closing and self._clients[c.id].spec.credit_window is not None]
+            cands = self._storm_candidates()
+            if not cands and not self.det:
+                # the churn thread may be replacing the only consumer with a credit window: its
+                # replacement is subscribed at once, so wait for it rather than skip the storm
+                # (a skipped storm made the count of storms depend on thread timing)
+                deadline = time.monotonic() + self.timeout
+                while not cands and time.monotonic() < deadline:
+                    time.sleep(0.0005)
+                    cands = self._storm_candidates()
             if not cands:
                 continue
             c = rng.choice(cands)
