@@ -40,6 +40,11 @@ _CONFIGS: dict[str, tuple[OCConfig, str]] = {
     "push-fifo": (_only(push_fifo=True), "push consumer, FIFO mode: the seed's dispatcher lock, the server gate, "
                                          "a rejected settle given up and its outcome remembered; full broker"),
     "simple": (_only(simple=True), "simple consumer, seed rules, against the full broker"),
+    "simple-any-queue": (
+        _only(simple=True, simple_any_queue=True),
+        "upstream Python client 5.1.2 (rocketmq/v5/consumer/simple_consumer.py __select_topic_queue): each "
+        "receive asks any queue, not round-robin; full broker",
+    ),
     "producer-upstream": (
         _only(producer=True, txn_retries=True),
         "upstream since 2024: transactional sends retried (violates txn-single-attempt)",

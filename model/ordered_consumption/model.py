@@ -741,17 +741,17 @@ class OrderedConsumptionModel(Model):
 
         outs: list = []
         if op == OP_RECEIVE:
-            # upstream: each receive asks one queue, taken round-robin
-            rr1 = (rr + 1) % c.queues
-            first = next((m for m in self.by_queue[rr] if msgs[m][0] == S_READY), None)
-            if first is None:
-                outs.append((("ok", ()), (SIMPLE, msgs, rr1, idle)))
-            else:
-                d1 = msgs[first][1] + 1
-                outs.append((("ok", (first, d1)), (SIMPLE, _set(msgs, first, (S_INVIS, d1, H_VALID)), rr1, idle)))
-                if c.server_faults:  # delivered, the answer lost: nobody holds it until it expires
-                    lost = _set(msgs, first, (S_INVIS, d1, msgs[first][2]))
-                    outs.append((("lost", (first, d1)), returned(lost, rr1)))
+            for q, rr1 in (self._select_topic_queue(rr) if c.simple_any_queue else self._take_message_queue(rr)):
+                first = next((m for m in self.by_queue[q] if msgs[m][0] == S_READY), None)
+                if first is None:
+                    if ("ok", ()) not in [o[0] for o in outs]:
+                        outs.append((("ok", ()), (SIMPLE, msgs, rr1, idle)))
+                else:
+                    d1 = msgs[first][1] + 1
+                    outs.append((("ok", (first, d1)), (SIMPLE, _set(msgs, first, (S_INVIS, d1, H_VALID)), rr1, idle)))
+                    if c.server_faults:  # delivered, the answer lost: nobody holds it until it expires
+                        lost = _set(msgs, first, (S_INVIS, d1, msgs[first][2]))
+                        outs.append((("lost", (first, d1)), returned(lost, rr1)))
         else:
             srv, d, held = msgs[cm]
             if op == OP_ACK:
@@ -767,13 +767,25 @@ class OrderedConsumptionModel(Model):
         # next queue (takeMessageQueue, index.getAndIncrement) before it sends, and a client cannot
         # tell a lost answer from an error anyway (both REQUEST_TIMEOUT); seed 001 is silent (issue 14, F1)
         outs += self._codes(("error", "throttled") if c.server_faults else ("error",),
-                            returned(msgs, (rr + 1) % c.queues if op == OP_RECEIVE else rr))
+                            returned(msgs, (rr if c.simple_any_queue else (rr + 1) % c.queues) if op == OP_RECEIVE else rr))
         if op != OP_RECEIVE:
             if msgs[cm][2] == H_STALE:
                 outs += self._codes(("invalid-handle", "not-found"), returned(msgs))
             elif c.server_faults:
                 outs.append(("bad-request", returned(msgs)))
         return outs
+
+    def _take_message_queue(self, rr):
+        """Upstream Java SimpleConsumerImpl.receive0 -> takeMessageQueue
+        (client/src/main/java/org/apache/rocketmq/client/java/impl/consumer/SimpleConsumerImpl.java):
+        the next queue round-robin; the index moves on after every receive answer (F1)."""
+        return [(rr, (rr + 1) % self.config.queues)]
+
+    def _select_topic_queue(self, rr):
+        """Python client 5.1.2 SimpleConsumer.__select_topic_queue
+        (rocketmq/v5/consumer/simple_consumer.py): a fresh QueueSelector with a random start on
+        every receive, so any queue may be asked; no index is kept (rr stays as it is)."""
+        return [(q, rr) for q in range(self.config.queues)]
 
     def _s_abandon(self, s, m):
         _, msgs, rr, calls = s

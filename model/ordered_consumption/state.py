@@ -96,6 +96,7 @@ class OCConfig:
     unlock_signals: bool = True  # False: unlocking does not signal the dispatcher
     standard_client_dlq: bool = False  # standard mode dead-letters on the client
     simple_retry: bool = False  # the simple consumer retries a failed request internally
+    simple_any_queue: bool = False  # each receive asks any queue (Python client 5.1.2), not round-robin
     # -- simple consumer
     simple_threads: int = 2  # application threads calling the simple consumer concurrently
     # -- what the broker can do besides answering OK (impl/ordered_consumption/broker.py, faults.py);

@@ -662,7 +662,10 @@ class OrderedConsumptionEncoding(Encoding):
             """model._s_rpc: the one request of a call and every answer to it."""
             op, cm = s.op[th], s.cm[th]
             idle = dict(op=z3.Store(s.op, th, OP_NONE), cm=z3.Store(s.cm, th, -1), reqs=z3.Store(s.reqs, th, 0))
-            rr1 = z3.If(s.rr + 1 == s.Q, 0, s.rr + 1)
+            # the round-robin (model._take_message_queue), or any queue and no index kept (the Python
+            # client's variant, model._select_topic_queue): m is the first ready message of its own queue
+            rr1 = s.rr if c.simple_any_queue else z3.If(s.rr + 1 == s.Q, 0, s.rr + 1)
+            asked = s.mq[m] if c.simple_any_queue else s.rr
 
             def returned(rr=None, **ch):
                 # a failure is returned to the application as is (the mutant retries instead)
@@ -670,13 +673,17 @@ class OrderedConsumptionEncoding(Encoding):
                     return self._upd(s, t, reqs=z3.Store(s.reqs, th, z3.If(s.reqs[th] + 1 < 2, s.reqs[th] + 1, 2)), **ch)
                 return self._upd(s, t, rr=s.rr if rr is None else rr, **idle, **ch)
 
-            first = z3.And(self._msg(s, m), s.mq[m] == s.rr, s.srv[m] == S_READY,
-                           self.each("msg", s.n, lambda x: z3.Implies(z3.And(x < m, s.mq[x] == s.rr), s.srv[x] != S_READY),
+            first = z3.And(self._msg(s, m), s.mq[m] == asked, s.srv[m] == S_READY,
+                           self.each("msg", s.n, lambda x: z3.Implies(z3.And(x < m, s.mq[x] == asked), s.srv[x] != S_READY),
                                      name="msg!first"))
+            if c.simple_any_queue:
+                empty = self.some("queue", s.Q, lambda q: self._none(s, q, s.srv, S_READY), name="queue!empty")
+            else:
+                empty = self._none(s, s.rr, s.srv, S_READY)
             delivered = dict(srv=z3.Store(s.srv, m, S_INVIS), dl=z3.Store(s.dl, m, s.dl[m] + 1))
             received = z3.Or(
                 z3.And(first, self._upd(s, t, held=z3.Store(s.held, m, H_VALID), rr=rr1, **delivered, **idle)),
-                z3.And(self._none(s, s.rr, s.srv, S_READY), self._upd(s, t, rr=rr1, **idle)),
+                z3.And(empty, self._upd(s, t, rr=rr1, **idle)),
             )
             valid = s.held[cm] == H_VALID
             acked = z3.And(valid, self._upd(s, t, srv=z3.Store(s.srv, cm, S_ACKED), held=z3.Store(s.held, cm, H_NONE), **idle))

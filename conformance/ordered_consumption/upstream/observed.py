@@ -78,7 +78,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-__all__ = ["HIDDEN", "MAX_GROUP_MESSAGES", "SIMPLE_PER_QUEUE", "group_log", "group_units", "observed_log", "simple_log",
+__all__ = ["HIDDEN", "MAX_GROUP_MESSAGES", "SIMPLE_ANY_QUEUE", "SIMPLE_PER_QUEUE", "group_log", "group_units", "observed_log", "simple_log",
            "validate_groups", "validate_run", "validate_simple", "write_observed"]
 
 _ANSWER = {"OK": "ok", "INVALID_RECEIPT_HANDLE": "invalid-handle", "MESSAGE_NOT_FOUND": "not-found",
@@ -540,9 +540,14 @@ def validate_groups(w: Any, events: list[dict], out_dir: str | Path, stem: str, 
 # trivially kept): sound because the broker keeps each queue's deliveries apart (broker.py ``_gq``)
 # and the model couples the queues of a simple consumer only through the round-robin pointer
 # (``_s_rpc``); it checks every rule but the queue choice.  When every queue's log is accepted the
-# unit is recorded as rejected with that projection named as the variant that accepts it (the
-# model has no switch for "any queue per receive": a gap reported to the lead, not changed here).
+# unit is recorded as rejected with that projection named as the variant that accepts it.  Before
+# the projection, the whole log is tried under the model's own switch for the Python client's
+# choice (configuration simple-any-queue, ``simple_any_queue``: any queue per receive, no index
+# kept); the projection stays the last resort (it drops the coupling of the queues altogether).
 
+#: the model's variant for the Python client's queue choice, tried first on a rejected SC log
+SIMPLE_ANY_QUEUE = ("simple-any-queue (the client picks a random queue per receive, simple_consumer.py "
+                    "__select_topic_queue; model switch simple_any_queue)", {"simple_any_queue": True})
 #: the name the runner reports for the per-queue projection of a rejected simple-consumer log
 SIMPLE_PER_QUEUE = ("simple-any-queue (per-queue projection: the client picks a random queue per receive, "
                     "simple_consumer.py __select_topic_queue)")
@@ -665,6 +670,13 @@ def validate_simple(w: Any, events: list[dict], out_dir: str | Path, stem: str, 
         if model_sized:  # as validate_run gives it (a unit of a larger run keeps only its coverage)
             u["witness"] = [st.to_json() for st in v.path]
     elif v.verdict == "rejected":
+        vname, vfields = SIMPLE_ANY_QUEUE
+        vpath = Path(str(path).replace(".observed.ndjson", "") + f".variant-{_slug(vname)}.observed.ndjson")
+        write_observed(vpath, [dict(lines[0], config={**lines[0]["config"], **vfields})] + lines[1:])
+        vv = validate_file("ordered-consumption", str(vpath), max_states=max_states)
+        if vv.verdict == "accepted":
+            u["variant"] = {"name": vname, "fields": vfields, "log": str(vpath), "accepted": vv.accepted}
+            return u
         queues = sorted({e["request"]["queue"] for e in events if e.get("kind") == "rpc"
                          and e["name"] == "ReceiveMessage" and e["request"].get("group") == group})
         logs, accepted, verdicts = [], 0, []

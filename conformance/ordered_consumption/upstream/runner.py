@@ -109,7 +109,7 @@ CLASSIFICATION = {
     "simple-receive-round-robin": "upstream choice the seed leaves open (seed 001 names no queue order; upstream "
                                   "Java and the model ask the queues round-robin, F1): simple_consumer.py "
                                   "__select_topic_queue selects from a fresh QueueSelector (random start) on every "
-                                  "receive; gap in conq's model (no switch for any queue per receive)",
+                                  "receive; recorded as the model's variant simple-any-queue (switch simple_any_queue), which accepts the SC log",
 }
 
 

@@ -62,11 +62,11 @@ def test_canonical_is_a_sound_reduction(name):
 def test_which_named_configurations_have_interchangeable_parts():
     # the simple consumer's two application threads; no named configuration has two queues alike
     with_parts = {n for n, c in named_configs().items() if _reduces(OrderedConsumptionModel(c))}
-    assert with_parts == {"reference", "simple"}
+    assert with_parts == {"reference", "simple", "simple-any-queue"}
     assert all(OrderedConsumptionModel(c)._symmetries() == ((), ()) for c in named_configs().values())
 
 
-@pytest.mark.parametrize("name", ["reference", "simple"])
+@pytest.mark.parametrize("name", ["reference", "simple", "simple-any-queue"])
 def test_same_verdicts_with_and_without_symmetry_on_the_named_configurations(name):
     m = load_model("ordered-consumption", name)
     full, red = explore(m, liveness=False), explore(m, symmetry=True, liveness=False)
