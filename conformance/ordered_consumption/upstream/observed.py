@@ -175,11 +175,7 @@ def observed_log(events: list[dict], config_name: str, bodies: list[str], group:
             elif e["name"] in _SETTLE_CALL:
                 mid = (req.get("entries") or [{}])[0].get("message_id") or req.get("message_id")
                 action = [_SETTLE_CALL[e["name"]], mids[mid]]
-                name = _ANSWER.get(ans.get("status")) if "grpc" not in ans else None
-                if name is None and "grpc" not in ans:
-                    name = "error"
-                if name is not None:
-                    action.append(name)
+                action += _settle_answer(ans)
                 out.append({"action": action})
         elif e.get("event") == "listener" and e["group"] == group:
             out.append({"action": ["listener_returns", index[e["body"]], "ok" if e["result"] == "success" else "fail"]})
@@ -227,19 +223,45 @@ def validate_run(events: list[dict], model_size: Any, path: str | Path, *, empty
     if v.verdict == "rejected":
         # the upstream choices the seed leaves open, each a variant of the model: the first that
         # accepts the log names the divergence (the log under the variant is kept beside it)
-        for name, fields in getattr(model_size, "variants", ()) or ():
-            vpath = Path(str(path).replace(".observed.ndjson", "") + f".variant-{_slug(name)}.observed.ndjson")
-            write_observed(vpath, [dict(lines[0], config={**overrides, **fields})] + lines[1:])
-            vv = validate_file("ordered-consumption", str(vpath))
-            if vv.verdict == "accepted":
-                out["variant"] = {"name": name, "fields": fields, "log": str(vpath), "accepted": vv.accepted,
-                                  "witness": [s.to_json() for s in vv.path]}
-                break
+        found = _first_accepting_variant(path, lines, overrides, getattr(model_size, "variants", ()) or ())
+        if found is not None:
+            out["variant"] = {**found[0], "witness": [s.to_json() for s in found[1].path]}
     return out
 
 
 def _slug(name: str) -> str:
     return "".join(c if c.isalnum() or c == "-" else "" for c in name.split(" ")[0])
+
+
+def _variant_path(path: str | Path, tag: str) -> Path:
+    """Where a log re-validated under a variant (``tag``) is kept: beside the log at ``path``."""
+    return Path(str(path).replace(".observed.ndjson", "") + f".variant-{tag}.observed.ndjson")
+
+
+def _settle_answer(ans: dict) -> list[str]:
+    """A settle's answer as the model's action names it: the face's status, any other status an
+    error, nothing when the call failed in gRPC (the answer unknown to the client)."""
+    if "grpc" in ans:
+        return []
+    return [_ANSWER.get(ans.get("status")) or "error"]
+
+
+def _first_accepting_variant(path: str | Path, lines: list[dict], base_config: dict, variants: Any, *,
+                             max_states: int | None = None) -> tuple[dict, Any] | None:
+    """The upstream choices the seed leaves open, each a variant of the model, tried in order on a
+    rejected log: the first whose log (``lines`` under ``base_config`` plus the variant's fields,
+    written beside ``path``) ``conq validate`` accepts, as (its ``variant`` record, the validation);
+    None when no variant accepts it."""
+    from conq.conformance.validate import validate_file
+
+    bound = {} if max_states is None else {"max_states": max_states}
+    for name, fields in variants:
+        vpath = _variant_path(path, _slug(name))
+        write_observed(vpath, [dict(lines[0], config={**base_config, **fields})] + lines[1:])
+        vv = validate_file("ordered-consumption", str(vpath), **bound)
+        if vv.verdict == "accepted":
+            return {"name": name, "fields": fields, "log": str(vpath), "accepted": vv.accepted}, vv
+    return None
 
 
 # ------------------------------------------------------------------------------ larger workloads
@@ -404,11 +426,7 @@ def group_log(w: Any, events: list[dict], group: str, message_group: str | None 
                 if m == "?":
                     return None, {**info, "why": f"a {e['name']} naming no copy (handle and message id unknown)"}
                 action = [_SETTLE_CALL[e["name"]], m]
-                name = _ANSWER.get(ans.get("status")) if "grpc" not in ans else None
-                if name is None and "grpc" not in ans:
-                    name = "error"
-                if name is not None:
-                    action.append(name)
+                action += _settle_answer(ans)
                 out.append({"action": action})
                 info["settles"] += 1
         elif e.get("event") == "listener" and e["group"] == group:
@@ -462,13 +480,10 @@ def validate_groups(w: Any, events: list[dict], out_dir: str | Path, stem: str, 
         elif v.verdict == "rejected":
             # the upstream choices the seed leaves open, as for model-sized runs (validate_run): the
             # first variant that accepts the log names the divergence
-            for vname, vfields in UNIT_VARIANTS.get(lines[0]["config_name"], ()):
-                vpath = Path(str(path).replace(".observed.ndjson", "") + f".variant-{_slug(vname)}.observed.ndjson")
-                write_observed(vpath, [dict(lines[0], config={**lines[0]["config"], **vfields})] + lines[1:])
-                vv = validate_file("ordered-consumption", str(vpath), max_states=max_states)
-                if vv.verdict == "accepted":
-                    u["variant"] = {"name": vname, "fields": vfields, "log": str(vpath), "accepted": vv.accepted}
-                    break
+            found = _first_accepting_variant(path, lines, lines[0]["config"],
+                                             UNIT_VARIANTS.get(lines[0]["config_name"], ()), max_states=max_states)
+            if found is not None:
+                u["variant"] = found[0]
         units[name] = u
     got = {u["status"] for u in units.values()}
     status = next((s for s in ("rejected", "incomplete", "error") if s in got), None)
@@ -635,11 +650,7 @@ def simple_log(w: Any, events: list[dict], group: str, *, empty_known: bool = Tr
             else:
                 return None, {**info, "why": f"a {e['name']} naming no copy (handle and message id unknown)"}
             action = ["simple_ack" if e["name"] == "AckMessage" else "simple_change_invisible", m]
-            name = _ANSWER.get(ans.get("status")) if "grpc" not in ans else None
-            if name is None and "grpc" not in ans:
-                name = "error"
-            if name is not None:
-                action.append(name)
+            action += _settle_answer(ans)
             out.append({"action": action})
             info["settles"] += 1
     header = {"format": "conq-trace", "version": 1, "kind": "observed", "level": "call",
@@ -670,12 +681,9 @@ def validate_simple(w: Any, events: list[dict], out_dir: str | Path, stem: str, 
         if model_sized:  # as validate_run gives it (a unit of a larger run keeps only its coverage)
             u["witness"] = [st.to_json() for st in v.path]
     elif v.verdict == "rejected":
-        vname, vfields = SIMPLE_ANY_QUEUE
-        vpath = Path(str(path).replace(".observed.ndjson", "") + f".variant-{_slug(vname)}.observed.ndjson")
-        write_observed(vpath, [dict(lines[0], config={**lines[0]["config"], **vfields})] + lines[1:])
-        vv = validate_file("ordered-consumption", str(vpath), max_states=max_states)
-        if vv.verdict == "accepted":
-            u["variant"] = {"name": vname, "fields": vfields, "log": str(vpath), "accepted": vv.accepted}
+        found = _first_accepting_variant(path, lines, lines[0]["config"], [SIMPLE_ANY_QUEUE], max_states=max_states)
+        if found is not None:
+            u["variant"] = found[0]
             return u
         queues = sorted({e["request"]["queue"] for e in events if e.get("kind") == "rpc"
                          and e["name"] == "ReceiveMessage" and e["request"].get("group") == group})
@@ -685,7 +693,7 @@ def validate_simple(w: Any, events: list[dict], out_dir: str | Path, stem: str, 
             if ql is None:
                 verdicts.append("accepted" if qinfo.get("messages") == 0 else "not validated")
                 continue
-            qpath = Path(str(path).replace(".observed.ndjson", "") + f".variant-queue{q}.observed.ndjson")
+            qpath = _variant_path(path, f"queue{q}")
             write_observed(qpath, ql)
             qv = validate_file("ordered-consumption", str(qpath), max_states=max_states)
             verdicts.append(qv.verdict)
