@@ -337,6 +337,14 @@ class Model(Generic[S]):
     def successors(self, state: S) -> list[Successor]:
         return [(a, o, t) for a in self.actions(state) for o, t in self.step(state, a)]
 
+    def packed(self) -> Any:
+        """A packed view of this model for the explorer (:class:`conq.model.packing.Packed`: states
+        as integers, successors and checks memoised on the fields they read), or None (the
+        default: the explorer works on the states themselves).  Only a model whose state is a flat
+        tuple of fields with finite declared domains can offer one; it must give the same
+        successors, in the same order, as :meth:`successors` (model/packing.py says how)."""
+        return None
+
     # -- properties ---------------------------------------------------------
     def properties(self) -> Sequence[Property]:
         raise NotImplementedError

@@ -31,6 +31,7 @@ then ``all, notint, nonacq, notified`` (bit masks) then one Interested tuple per
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from conq.model.kernel import Model, int_range
@@ -160,6 +161,7 @@ class ConsumerListsModel(OtherActors, Model):
         self._setup_actors()
         #: the memoised successor function (fast.py), None when CONQ_CL_FAST=0
         self._fast = fast.fast_successors(self) if fast.enabled() else None
+        self._packed = None
 
     # ------------------------------------------------------------------ state helpers
     def init_states(self):
@@ -349,6 +351,17 @@ class ConsumerListsModel(OtherActors, Model):
         if self._fast is not None:
             return self._fast(s)
         return self.spec_successors(s)
+
+    def packed(self):
+        """The packed view the explorer runs on (packed.py; model/packing.py), built once; None
+        when ``CONQ_CL_PACKED=0``."""
+        if os.environ.get("CONQ_CL_PACKED", "1") == "0":
+            return None
+        if self._packed is None:
+            from .packed import packed_view
+
+            self._packed = packed_view(self)
+        return self._packed
 
     def spec_successors(self, s):
         """The readable successor function, the spec of the fast path: the IO threads' steps, the

@@ -217,6 +217,9 @@ def explore(
             from conq.model.engines.fpsearch import explore_fingerprints
 
             return explore_fingerprints(model, max_states, symmetry, progress, box, watch)
+        packed = None if symmetry else model.packed()
+        if packed is not None:
+            return _explore_packed(model, packed, max_states, liveness, keep_edges, progress, box, watch)
         return _explore(model, max_states, symmetry, liveness, keep_edges, progress, box, watch)
     finally:
         if watch is not None:
@@ -390,6 +393,14 @@ def _explore(model: Model, max_states, symmetry, liveness, keep_edges, progress,
         via=via,
         symmetry=symmetry,
     )
+    _liveness(ex, live, check_live, witnessed, watch, t1)
+    return ex
+
+
+
+
+def _liveness(ex: Exploration, live: list, check_live: bool, witnessed: dict, watch: _Watch | None, t1: float) -> None:
+    """The liveness verdicts of a finished search (appended to ``ex.verdicts``), and the analysis time."""
     todo = []
     for p in live:
         if not check_live:
@@ -426,6 +437,180 @@ def _explore(model: Model, max_states, symmetry, liveness, keep_edges, progress,
         ex.verdicts.extend(by_name[p.name] for p in todo)
         ex.liveness_seconds = time.perf_counter() - t2
     ex.analysis_seconds = time.perf_counter() - t1
+
+
+def _explore_packed(model: Model, packed, max_states, liveness, keep_edges, progress, box: list,
+                    watch: _Watch | None) -> Exploration:
+    """The default mode on a model's packed view (:meth:`Model.packed`, model/packing.py): states
+    are integers, a successor is ``(x & keep) | set`` from the steps the model's sections recorded,
+    and the state properties are memoised on the fields they read.  Same order as :func:`_explore`
+    (the packed successors are the model's, in its order), so the same counts, depth and shortest
+    paths; the Exploration's ``state_list`` decodes on access."""
+    from conq.model.packing import DecodedStates
+
+    codec = packed.codec
+    chk = _Checks(model, False)
+    chk.use_packed(codec)
+    props = chk.props
+    live = [p for p in props if p.kind is Kind.LEADS_TO]
+    check_live = liveness and bool(live)
+    if keep_edges is None:
+        keep_edges = check_live
+    decode = codec.decode
+
+    t0 = time.perf_counter()
+    index: dict[int, int] = {}
+    states = array("Q") if codec.total_bits <= 64 else []
+    parent = array("l")
+    via = array("l")
+    label_ids: dict[tuple, int] = {}
+    labels: list[tuple] = []
+    edges = array("l")
+    violated, witnessed = chk.violated, chk.witnessed
+    violated_step = chk.violated_step
+    expand = packed.expand
+    depth_marks = [0, 0]
+    complete = True
+    stop_reason = ""
+    transitions = 0
+    cap = max_states if max_states is not None else -1
+    i = 0
+    index_get = index.get
+    states_append = states.append
+    parent_append = parent.append
+    via_append = via.append
+    edges_extend = edges.extend
+    label_get = label_ids.get
+    on_state = chk.on_state
+    on_step = chk.on_step
+    skip = chk.skip
+
+    finished = interrupted = False
+    if watch is not None:
+        watch.arm()
+    try:
+        for pos, x in enumerate(packed.inits):
+            if x not in index:
+                idx = len(states)
+                index[x] = idx
+                states_append(x)
+                parent_append(-1)
+                via_append(pos)
+                on_state(x, idx)
+            if box and watch.stop_reason:
+                complete = False
+                stop_reason = watch.stop_reason
+                break
+        depth_marks[1] = len(states)
+        n = len(states)
+        while complete and i < n:
+            if i == depth_marks[-1]:
+                depth_marks.append(n)
+            x = states[i]
+            steps = expand(x)
+            k = -1
+            for a, o, keep, put in steps:
+                k += 1
+                y = (x & keep) | put
+                j = index_get(y)
+                if j is None:
+                    if n == cap:
+                        complete = False
+                        stop_reason = f"state bound {max_states} reached"
+                        break
+                    j = n
+                    n += 1
+                    index[y] = j
+                    states_append(y)
+                    parent_append(i)
+                    via_append(k)
+                    on_state(y, j)
+                if a.__class__ not in skip:  # not decided when the step was recorded: on the states
+                    on_step(decode(x), a, o, decode(y), (i, k, j))
+                if keep_edges:
+                    lab = label_get((a, o))
+                    if lab is None:
+                        lab = label_ids[(a, o)] = len(labels)
+                        labels.append((a, o))
+                    edges_extend((i, j, lab))
+            if not complete:
+                transitions += k + 1
+                break
+            transitions += len(steps)
+            i += 1
+            if box:
+                box.clear()
+                if watch.stop_reason:
+                    complete = False
+                    stop_reason = watch.stop_reason
+                    break
+                if progress is not None:
+                    watch.disarm()
+                    progress(SearchProgress(n, transitions, len(depth_marks) - 2,
+                                            time.perf_counter() - t0, watch.last_rss))
+                    watch.arm()
+        finished = True
+        if watch is not None:
+            watch.disarm()
+    except GuardInterrupt:
+        interrupted = watch.delivered = True
+        watch.disarm()
+    if watch is not None and watch.stop_reason and not finished:
+        complete = False
+        stop_reason = watch.stop_reason
+    if interrupted and not finished:
+        n = min(len(states), len(parent), len(via))
+        del states[n:]
+        del parent[n:]
+        del via[n:]
+        for d in (violated, witnessed):
+            for name in [k for k, idx in d.items() if idx >= n]:
+                del d[name]
+        for d in (violated_step, chk.witnessed_step):
+            for name in [k for k, (src, _k, dst) in d.items() if src >= n or dst >= n]:
+                del d[name]
+        del edges[len(edges) - len(edges) % 3:]
+        while edges and (edges[-3] >= n or edges[-2] >= n):
+            del edges[-3:]
+        depth_marks = [m for m in depth_marks if m <= n] or [0]
+        while len(depth_marks) < 2:
+            depth_marks.append(n)
+    del index
+    depth = len(depth_marks) - 2
+    t1 = time.perf_counter()
+    state_list = DecodedStates(codec, states)
+
+    def path_to(idx: int) -> list[int]:
+        chain = []
+        while idx != -1:
+            chain.append(idx)
+            idx = parent[idx]
+        return chain[::-1]
+
+    def state_path(idx: int, goal=None) -> Path:
+        return _path_of_chain(model, state_list, path_to(idx), via, False, goal=goal)
+
+    def step_path(where: tuple[int, int, int]) -> Path:
+        src, k, _dst = where
+        return _path_of_chain(model, state_list, path_to(src), via, False, last=k)
+
+    verdicts = chk.verdicts(complete, stop_reason, state_path, step_path)
+    ex = Exploration(
+        model=model,
+        states=len(states),
+        transitions=transitions,
+        depth=depth,
+        search_seconds=t1 - t0,
+        analysis_seconds=0.0,
+        complete=complete,
+        verdicts=verdicts,
+        state_list=state_list,
+        edges=edges,
+        labels=labels,
+        stop_reason=stop_reason,
+        parent=parent,
+        via=via,
+        symmetry=False,
+    )
+    _liveness(ex, live, check_live, witnessed, watch, t1)
     return ex
-
-

@@ -99,7 +99,10 @@ def _one(g: CompactGraph, p: Property):
     states = ex.state_list
     n = g.n
     goal = p.check
-    not_q = np.fromiter((not goal(s) for s in states), dtype=bool, count=n)
+    # a packed search's states (model/packing.py DecodedStates) evaluate the goal memoised on the
+    # fields it reads instead of decoding every state
+    values = states.predicate_values(goal) if hasattr(states, "predicate_values") else (goal(s) for s in states)
+    not_q = ~np.fromiter(values, dtype=bool, count=n)
     holds = Verdict(p, "holds", detail=f"fairness: {p.fairness}")
 
     # 1: not-Q states where a fair run may stop: no step at all, or only unfair steps

@@ -216,6 +216,37 @@ class _Checks:
         #: withdrawn).  An engine's hot loop tests ``a.__class__ not in skip`` before calling on_step.
         self.skip: set[type] = {CheckedAction}
 
+    def use_packed(self, codec: Any) -> None:
+        """Evaluate the state checks on packed states (a search over :meth:`Model.packed`): each
+        predicate remembered by the fields it reads (:func:`conq.model.packing.memoised_predicate`),
+        and, on the hot path, all of them at once ("every invariant holds and no witness fires"),
+        one look-up a new state; only a state where something fires takes the usual path (with
+        the memoised predicates).  The names and order stay; the paths are rebuilt on decoded
+        states."""
+        from conq.model.packing import memoised_predicate
+
+        raw_inv, raw_wit = dict(self.inv), dict(self.state_w)  # (an invariant and its witness share a name)
+        self.inv = [(name, memoised_predicate(codec, f)) for name, f in self.inv]
+        self.state_w = [(name, memoised_predicate(codec, f)) for name, f in self.state_w]
+        quiet: list = [None, None]
+        slow = self.on_state
+
+        def remake() -> None:
+            # remade whenever an invariant is violated or a witness reached (they leave the loop)
+            inv = [raw_inv[name] for name, _ in self.inv]
+            wit = [raw_wit[name] for name, _ in self.state_w]
+            quiet[0] = memoised_predicate(codec, lambda s: all(f(s) for f in inv) and not any(w(s) for w in wit))
+            quiet[1] = (len(inv), len(wit))
+
+        def on_state(x: int, where: Any) -> None:
+            if not quiet[0](x):
+                slow(x, where)
+                if quiet[1] != (len(self.inv), len(self.state_w)):
+                    remake()
+
+        remake()
+        self.on_state = on_state  # type: ignore[method-assign]
+
     def step_table(self, name: str) -> tuple[tuple, tuple]:
         found = self.for_action.get(name)
         if found is None:

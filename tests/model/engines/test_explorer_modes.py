@@ -108,6 +108,9 @@ def test_every_mode_skips_the_step_checks_the_model_decided(monkeypatch, mode):
     # (plain labels, nothing to skip).
     from conq.model.engines import results
 
+    # the tuple fast path in every mode (the default mode would otherwise run the packed view,
+    # model/consumer_lists/packed.py, which ignores CONQ_CL_FAST: tests/model/consumer_lists/test_packed.py)
+    monkeypatch.setenv("CONQ_CL_PACKED", "0")
     evaluated = multiprocessing.get_context("fork").Value("q", 0, lock=False)
     real = results._Checks.step_table
 

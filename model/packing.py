@@ -1,0 +1,436 @@
+"""Packed states: a model's flat tuple state as one integer, and successors and checks memoised on
+the fields they read (issue 18).
+
+Why: the explorer spends its time building, hashing and comparing state tuples, and running the
+model's readable step and property functions on states that differ only in fields those functions
+never look at.  A model whose state is a flat tuple of fields, each with a finite declared domain
+(:meth:`conq.model.kernel.Model.field_domains`), can hand the explorer a :class:`Packed` view:
+
+* :class:`Codec`: each field's value is its index in the field's domain, packed into a fixed bit
+  range of one Python int (the consumer-lists reference: 55 bits, so one machine word).  The
+  encoding is fixed by the configuration alone (never by discovery order), so every process,
+  Spark executor or explorer worker packs a state to the same integer.  A value outside its
+  declared domain is a :class:`PackingError` naming the field: a model bug, never hidden.
+* :class:`Section`: one part of the successor function (one thread's steps, say) run through the
+  model's own readable code and remembered by the values of the fields it *read*.  Fields it may
+  not read are replaced by :class:`Poison` objects (one per field) on which every use but copying
+  or comparing with itself raises :class:`FootprintRead` naming the field; the section is then run
+  again with that field known.  A run that completes read only known fields, so its outcome holds
+  for every state that agrees on them (the model is deterministic): the memo is keyed by
+  ``state & mask``.  Which fields a section reads depends on where it is (an idle thread reads its
+  program counter and stops), so the mask is kept per value of a small *root* of fields the
+  section always reads (its program counter, say): two dictionary look-ups per section and state.
+  A step is stored as ``(action, observation, keep, set)`` and its successor is
+  ``(state & keep) | set``: no tuple is built.
+* The transition invariants (``always_step``) are evaluated when a step is recorded, on the
+  poisoned transition; a check that reads an unknown field makes that field known (so the
+  recorded verdict holds for every state with the key), and a step whose checks all hold is
+  labelled a :class:`~conq.model.kernel.CheckedAction` naming the witnesses that fired or could
+  not be decided (the engines' existing contract).
+* :func:`memoised_predicate`: a state predicate (an invariant, a witness, a liveness trigger or
+  goal) remembered the same way, with one mask that grows as the predicate reads fields.
+
+Soundness rests on two things a test checks on every reachable state of the small configurations
+(tests/model/test_packing.py): the model's step and property functions are deterministic functions
+of the fields they read, and every read of a field goes through an operation :class:`Poison`
+intercepts (comparison, truth, arithmetic, hashing, indexing, iteration, ``len``).  What it does not
+intercept (``is``, ``isinstance``, ``type``, ``repr``) a model's step or property must not use on a
+field's value to decide anything.  Any other exception raised on a poisoned state makes the
+section or predicate read the whole state, which is always right.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable, Sequence
+
+from conq.model.kernel import CheckedAction, Kind
+
+#: entries per memo before it is cleared (a bound on memory; clearing costs only time)
+MEMO_LIMIT = 1_000_000
+
+
+class PackingError(ValueError):
+    """A state field holds a value outside the domain its model declared (a model bug)."""
+
+
+class FootprintRead(BaseException):
+    """A memoised function used the value of field ``field``, which it was not given.  A
+    BaseException, so that a model's or a property's ``except Exception`` cannot swallow it."""
+
+    def __init__(self, field: int):
+        super().__init__(field)
+        self.field = field
+
+
+class Poison:
+    """Stands for the value of field ``field`` while it is not known: copying it is allowed (a step
+    may copy the whole state), comparing it with itself too (an unchanged field equals itself in
+    every real state); any other use raises :class:`FootprintRead`."""
+
+    __slots__ = ("field",)
+
+    def __init__(self, field: int) -> None:
+        self.field = field
+
+    def __eq__(self, other: Any) -> bool:
+        if other is self:
+            return True
+        raise FootprintRead(self.field)
+
+    def __ne__(self, other: Any) -> bool:
+        if other is self:
+            return False
+        raise FootprintRead(self.field)
+
+    def __repr__(self) -> str:
+        return f"<field {self.field}: not read>"
+
+
+def _read(self: Poison, *_args: Any) -> Any:
+    raise FootprintRead(self.field)
+
+
+for _name in (
+    "lt le gt ge bool index int float hash contains len iter getitem "
+    "add radd sub rsub mul rmul floordiv rfloordiv mod rmod neg pos invert abs "
+    "and rand or ror xor rxor lshift rlshift rshift rrshift iadd isub iand ior ixor"
+).split():
+    setattr(Poison, f"__{_name}__", _read)
+
+
+def _poison_in(x: Any) -> Poison | None:
+    """A poison inside a label or observation (a field's value copied into it), or None."""
+    if type(x) is Poison:
+        return x
+    if isinstance(x, tuple):
+        for y in x:
+            p = _poison_in(y)
+            if p is not None:
+                return p
+    return None
+
+
+class Codec:
+    """Flat tuple states <-> integers, from each field's finite domain (a sequence of distinct
+    values; its index is the code).  ``names``: a readable name per field, for errors."""
+
+    def __init__(self, domains: Sequence[Iterable[Any]], names: Sequence[str] | None = None):
+        self.width = len(domains)
+        self.values: list[tuple] = []
+        self.codes: list[dict] = []
+        self.shift: list[int] = []
+        self.bits: list[int] = []
+        self.fmask: list[int] = []  # the field's bit range, in place
+        self.names = list(names) if names is not None else [f"field {i}" for i in range(self.width)]
+        at = 0
+        for i, dom in enumerate(domains):
+            vals = tuple(dom)
+            codes: dict = {}
+            for k, v in enumerate(vals):
+                if v in codes:
+                    raise PackingError(f"{self.names[i]}: its domain lists {v!r} twice (or values equal to each other)")
+                codes[v] = k
+            if not vals:
+                raise PackingError(f"{self.names[i]}: empty domain")
+            b = max(1, (len(vals) - 1).bit_length())
+            self.values.append(vals)
+            self.codes.append(codes)
+            self.shift.append(at)
+            self.bits.append(b)
+            self.fmask.append(((1 << b) - 1) << at)
+            at += b
+        self.total_bits = at
+        self.full = (1 << at) - 1
+        self._dec = [(vals, sh, (1 << b) - 1) for vals, sh, b in zip(self.values, self.shift, self.bits)]
+        self._enc = list(zip(self.codes, self.shift, range(self.width)))
+        self._poisons = [Poison(i) for i in range(self.width)]
+        self._outside: dict[int, list[int]] = {}
+
+    def code(self, i: int, v: Any) -> int:
+        c = self.codes[i].get(v)
+        if c is None or (type(v) is bool) != (type(self.values[i][c]) is bool):
+            raise PackingError(f"{self.names[i]}: value {v!r} is outside its declared domain "
+                               f"({', '.join(map(repr, self.values[i][:12]))}{', ...' if len(self.values[i]) > 12 else ''})")
+        return c
+
+    def encode(self, state: Sequence[Any]) -> int:
+        if len(state) != self.width:
+            raise PackingError(f"a state of {len(state)} fields, the layout has {self.width}")
+        x = 0
+        code = self.code
+        for i, v in enumerate(state):
+            x |= code(i, v) << self.shift[i]
+        return x
+
+    def decode(self, x: int) -> tuple:
+        return tuple([vals[(x >> sh) & m] for vals, sh, m in self._dec])
+
+    def mask(self, fields: Iterable[int]) -> int:
+        out = 0
+        for i in fields:
+            out |= self.fmask[i]
+        return out
+
+    def fields_of(self, mask: int) -> list[int]:
+        return [i for i in range(self.width) if mask & self.fmask[i]]
+
+    def writes(self, pairs: Iterable[tuple[int, Any]]) -> tuple[int, int]:
+        """``(keep, set)`` of a step that writes ``pairs`` of (field, value): the successor of ``x``
+        is ``(x & keep) | set``."""
+        clear = 0
+        put = 0
+        for i, v in pairs:
+            clear |= self.fmask[i]
+            put |= self.code(i, v) << self.shift[i]
+        return self.full & ~clear, put
+
+    def poisoned(self, state: tuple, known: int) -> tuple:
+        """``state`` with every field outside the mask ``known`` replaced by its poison."""
+        outside = self._outside.get(known)
+        if outside is None:
+            outside = self._outside[known] = [i for i in range(self.width) if not known & self.fmask[i]]
+        if not outside:
+            return state
+        p = list(state)
+        poisons = self._poisons
+        for i in outside:
+            p[i] = poisons[i]
+        return tuple(p)
+
+
+def memoised_predicate(codec: Codec, f: Callable[[Any], Any], limit: int = MEMO_LIMIT) -> Callable[[int], bool]:
+    """``f`` (a predicate on decoded states) as a predicate on packed states, remembered by the
+    fields it reads: one mask for all states, grown (and the memo cleared) when ``f`` reads a field
+    outside it."""
+    mask = 0
+    memo: dict[int, bool] = {}
+    decode, poisoned, fmask, full = codec.decode, codec.poisoned, codec.fmask, codec.full
+
+    def miss(x: int) -> bool:
+        nonlocal mask
+        s = decode(x)
+        while True:
+            try:
+                r = bool(f(poisoned(s, mask)))
+            except FootprintRead as e:
+                mask |= fmask[e.field]
+                memo.clear()
+                continue
+            except Exception:
+                if mask == full:
+                    raise
+                mask = full  # undecidable on a poisoned state: read everything (always right)
+                memo.clear()
+                continue
+            break
+        if len(memo) >= limit:
+            memo.clear()
+        memo[x & mask] = r
+        return r
+
+    def g(x: int) -> bool:
+        r = memo.get(x & mask)
+        if r is None:
+            r = miss(x)
+        return r
+
+    g.memo = memo  # type: ignore[attr-defined]
+    g.mask = lambda: mask  # type: ignore[attr-defined]
+    return g
+
+
+class StepChecks:
+    """Decides the transition invariants of a recorded step on the poisoned transition (the
+    functions every engine evaluates, ``Kind.ALWAYS_STEP``): the label is returned as a
+    :class:`CheckedAction` when every applicable check holds, plain when one fails or cannot be
+    decided (the engine then evaluates it on the real states).  A check that reads an unknown field
+    raises :class:`FootprintRead` (when ``grow``) so that the section learns the field."""
+
+    def __init__(self, props: Sequence[Any], grow: bool = True):
+        self.props = [p for p in props if p.kind is Kind.ALWAYS_STEP]
+        self.grow = grow
+        self._by_action: dict[str, list] = {}
+
+    def label(self, p: tuple, a: tuple, o: Any, t: tuple) -> tuple:
+        name = a[0]
+        ps = self._by_action.get(name)
+        if ps is None:
+            ps = self._by_action[name] = [q for q in self.props if q.applies_to(name)]
+        maybe = []
+        for q in ps:
+            try:
+                if not bool(q.check(p, a, o, t)):
+                    return a
+            except FootprintRead:
+                if self.grow:
+                    raise
+                return a
+            except Exception:
+                return a
+            try:
+                fired = bool(q.witness(p, a, o, t))
+            except (FootprintRead, Exception):
+                fired = True
+            if fired:
+                maybe.append(q.name)
+        return CheckedAction.subclass(frozenset(maybe))(a)
+
+
+class Section:
+    """One part of a packed model's successor function, memoised on the fields it reads.
+
+    ``run(state, out)`` is the model's readable code: it appends ``(action, observation, next)``
+    to ``out`` and returns whether one of them is owed (the system must take it: no stuttering).
+    ``root``: fields the section always reads first (the first-level key)."""
+
+    def __init__(self, codec: Codec, run: Callable[[tuple, list], Any], root: Iterable[int], checks: StepChecks,
+                 name: str = "", limit: int = MEMO_LIMIT):
+        self.codec = codec
+        self.run = run
+        self.root = codec.mask(root)
+        self.checks = checks
+        self.name = name
+        self.limit = limit
+        #: root value -> [mask of the fields read, {state & mask: (steps, owed)}]
+        self.nodes: dict[int, list] = {}
+        self._steps: dict = {}  # one object per distinct recorded step
+        self.runs = 0  # recordings (a miss costs one, plus one per field learnt)
+
+    def miss(self, x: int, r: int) -> tuple:
+        codec = self.codec
+        node = self.nodes.get(r)
+        if node is None:
+            if len(self.nodes) >= self.limit:
+                self.nodes.clear()
+            node = self.nodes[r] = [self.root, {}]
+        known = node[0]
+        s = codec.decode(x)
+        while True:
+            p = codec.poisoned(s, known)
+            out: list = []
+            self.runs += 1
+            try:
+                owed = bool(self.run(p, out))
+                steps = tuple(self._record(p, a, o, t) for a, o, t in out)
+            except FootprintRead as e:
+                known |= codec.fmask[e.field]
+                continue
+            except PackingError:
+                raise
+            except Exception:
+                if known == codec.full:
+                    raise
+                known = codec.full
+                continue
+            break
+        if known != node[0]:
+            node[0] = known
+            node[1].clear()
+        elif len(node[1]) >= self.limit:
+            node[1].clear()
+        e = (steps, owed)
+        node[1][x & known] = e
+        return e
+
+    def _record(self, p: tuple, a: tuple, o: Any, t: tuple) -> tuple:
+        pois = _poison_in(a) or _poison_in(o)
+        if pois is not None:  # a field's value copied into the label: it was read
+            raise FootprintRead(pois.field)
+        writes = []
+        for i, v in enumerate(t):
+            if v is not p[i]:
+                if type(v) is Poison:  # copied from another field: that field was read
+                    raise FootprintRead(v.field)
+                writes.append((i, v))
+        keep, put = self.codec.writes(writes)
+        a = self.checks.label(p, a, o, t)
+        key = (a.__class__, repr(a), repr(o), keep, put)
+        found = self._steps.get(key)
+        if found is None:
+            if len(self._steps) >= self.limit:
+                self._steps.clear()
+            found = self._steps[key] = (a, o, keep, put)
+        return found
+
+    def entries(self) -> int:
+        return sum(len(n[1]) for n in self.nodes.values())
+
+
+class Packed:
+    """A model's packed view: its codec, packed initial states and the successor function over
+    packed states, as the sections' recorded steps in the model's own order.
+
+    ``fair_sections`` run first and say whether a step is owed; then ``other_sections`` (the
+    environment); when nothing is owed the model may stutter: ``idle`` (a label) is appended with
+    the state unchanged, as the model's readable successor function does."""
+
+    def __init__(self, codec: Codec, init_states: Sequence[tuple], fair_sections: Sequence[Section],
+                 other_sections: Sequence[Section], idle: tuple | None):
+        self.codec = codec
+        self.inits = [codec.encode(s) for s in init_states]
+        self.sections = list(fair_sections) + list(other_sections)
+        self.idle_step = (idle, None, codec.full, 0) if idle is not None else None
+        self.expand = self._make_expand(list(fair_sections), list(other_sections))
+
+    def _make_expand(self, fair: list[Section], other: list[Section]) -> Callable[[int], list]:
+        """The successor function, generated: one straight block per section with its masks and
+        dictionaries bound as constants (a loop over the sections cost about twice as much per
+        state: tuple unpacking and attribute look-ups, measured on the consumer-lists reference)."""
+        env: dict[str, Any] = {"IDLE": self.idle_step}
+        lines = ["def expand(x):", "    out = []", "    owed = False"]
+        for n, sec in enumerate(fair + other):
+            env[f"R{n}"], env[f"N{n}"], env[f"M{n}"] = sec.root, sec.nodes, sec.miss
+            lines += [
+                f"    r = x & R{n}",
+                f"    node = N{n}.get(r)",
+                f"    if node is None or (e := node[1].get(x & node[0])) is None:",
+                f"        e = M{n}(x, r)",
+            ]
+            if n < len(fair):
+                lines.append("    if e[1]: owed = True")
+            lines.append("    out += e[0]")
+        if self.idle_step is not None:
+            lines.append("    if not owed: out.append(IDLE)")
+        lines.append("    return out")
+        exec(compile("\n".join(lines), f"<packed expand of {len(fair) + len(other)} sections>", "exec"), env)
+        expand = env["expand"]
+        expand.__doc__ = ("The recorded steps ``(action, observation, keep, set)`` of packed state ``x``, in the "
+                          "model's successor order: the successor of a step is ``(x & keep) | set``.")
+        return expand
+
+    def successors(self, x: int) -> list:
+        """``(action, observation, next packed state)`` of ``x`` (tests and slow paths)."""
+        return [(a, o, (x & k) | v) for a, o, k, v in self.expand(x)]
+
+    def stats(self) -> dict[str, Any]:
+        return {sec.name: {"roots": len(sec.nodes), "entries": sec.entries(), "runs": sec.runs} for sec in self.sections}
+
+
+class DecodedStates:
+    """A read-only sequence of states stored packed (``ints``), decoded on access: what an
+    :class:`~conq.model.engines.results.Exploration` of a packed search holds as its
+    ``state_list``.  ``predicate(f)`` evaluates ``f`` on every state through the memo of
+    :func:`memoised_predicate` (liveness: goals and triggers on the whole graph)."""
+
+    def __init__(self, codec: Codec, ints: Sequence[int]):
+        self.codec = codec
+        self.ints = ints
+
+    def __len__(self) -> int:
+        return len(self.ints)
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [self.codec.decode(x) for x in self.ints[i]]
+        return self.codec.decode(self.ints[i])
+
+    def __iter__(self):
+        decode = self.codec.decode
+        return (decode(x) for x in self.ints)
+
+    def __bool__(self) -> bool:
+        return len(self.ints) > 0
+
+    def predicate_values(self, f: Callable[[Any], Any]) -> Iterable[bool]:
+        g = memoised_predicate(self.codec, f)
+        return (g(x) for x in self.ints)

@@ -1,0 +1,111 @@
+"""The consumer-lists model packed for the explorer (model/consumer_lists/packed.py) against the
+readable model it runs.
+
+A section remembered by too few fields would give a wrong successor list to a state that agrees
+with another on those fields only; a domain that misses a value would fail to pack a state.  These
+tests compare state by state: every reachable state of the smaller named configurations (the memos
+are shared across states, so a wrong replay shows as soon as a second state with the same key
+differs), the memoised state predicates against the properties, and whole explorations, packed and
+not, on configurations with and without violations (same counts, verdicts and shortest paths).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from conq.model.consumer_lists.model import ConsumerListsModel
+from conq.model.engines.explorer import explore
+from conq.model.engines.registry import load_model
+from conq.model.kernel import CheckedAction, Kind
+from conq.model.packing import memoised_predicate
+
+#: configurations compared on every reachable state: those under this many states (a count)
+SMALL = 12_000
+
+
+def _unpacked(config: str, monkeypatch) -> ConsumerListsModel:
+    monkeypatch.setenv("CONQ_CL_PACKED", "0")
+    m = load_model("consumer-lists", config, {})
+    assert m.packed() is None
+    monkeypatch.delenv("CONQ_CL_PACKED")
+    return m
+
+
+def _small_configs():
+    import tomllib
+    from importlib.resources import files
+
+    doc = tomllib.loads(files("conq.spec").joinpath("manifest/consumer-lists.toml").read_text())
+    return sorted({r["config"] for r in doc["run"] if r.get("states", SMALL) < SMALL and not r.get("overrides")
+                   and not r.get("symmetry")})
+
+
+SMALL_CONFIGS = _small_configs()
+
+
+def test_the_small_configurations_are_many():
+    assert len(SMALL_CONFIGS) >= 10, SMALL_CONFIGS
+
+
+@pytest.mark.parametrize("config", SMALL_CONFIGS)
+def test_packed_successors_and_predicates_equal_the_readable_ones_on_every_reachable_state(config, monkeypatch):
+    ref = _unpacked(config, monkeypatch)
+    ex = explore(ref, liveness=False)
+    assert ex.complete
+    m = load_model("consumer-lists", config, {})
+    pk = m.packed()
+    codec = pk.codec
+    preds = []
+    for p in m.property_list():
+        if p.kind is Kind.ALWAYS:
+            preds += [p.check, p.witness]
+        elif p.kind is Kind.SOMETIMES:
+            preds.append(p.check)
+        elif p.kind is Kind.LEADS_TO:
+            preds += [p.trigger, p.check]
+    memo = [(f, memoised_predicate(codec, f)) for f in preds]
+    for s in ex.state_list:
+        x = codec.encode(s)
+        assert codec.decode(x) == s
+        want = m.spec_successors(s)
+        got = pk.successors(x)
+        assert [(a, o) for a, o, _ in got] == [(a, o) for a, o, _ in want], f"{config}: labels differ at {s}"
+        assert [repr(o) for _, o, _ in got] == [repr(o) for _, o, _ in want]  # True is not 1
+        assert [codec.decode(y) for _, _, y in got] == [t for _, _, t in want], f"{config}: successors differ at {s}"
+        for f, g in memo:
+            assert g(x) == bool(f(s)), f"{config}: a memoised predicate disagrees at {s}"
+    # the memo is doing its work: far fewer recordings than state visits
+    runs = sum(v["runs"] for v in pk.stats().values())
+    assert runs < len(ex.state_list) * len(pk.sections) / 4
+
+
+@pytest.mark.parametrize("config", ["small", "acquire-no-cas", "notify-all", "upstream-remove", "reject",
+                                    "groups-shared", "upstream-shared-group-closed"])
+def test_packed_explorations_give_the_same_counts_verdicts_and_paths(config, monkeypatch):
+    runs = []
+    for model in (_unpacked(config, monkeypatch), load_model("consumer-lists", config, {})):
+        ex = explore(model, liveness=True, max_states=200_000)
+        runs.append((ex.states, ex.transitions, ex.depth, ex.complete,
+                     [(v.prop.name, v.status,
+                       None if v.path is None else [(a, o, t) for a, o, t in v.path.steps],
+                       None if v.cycle is None else [(a, o, t) for a, o, t in v.cycle.steps]) for v in ex.verdicts]))
+    assert runs[0] == runs[1]
+
+
+def test_a_violated_step_check_is_found_through_a_plain_label():
+    """A step whose check fails when it is recorded keeps its plain label, so the engine evaluates it
+    on the real states and reports the shortest counterexample (acquire-no-cas: a message acquired
+    twice)."""
+    m = load_model("consumer-lists", "acquire-no-cas", {})
+    ex = explore(m, liveness=False)
+    v = ex.verdict("acquired-at-most-once")
+    assert v.status == "violated"
+    assert v.path.steps[-1][0][0] == "acquire"
+    plain = [a for sec in m.packed().sections for node in sec.nodes.values() for steps, _ in node[1].values()
+             for a, _o, _k, _v in steps if a[0] == "acquire" and not isinstance(a, CheckedAction)]
+    assert plain, "the violating acquire steps are left to the engine"
+
+
+def test_the_reference_configuration_packs_into_few_bits():
+    m = load_model("consumer-lists", "reference", {})
+    assert m.packed().codec.total_bits <= 80
