@@ -39,6 +39,13 @@ _CONFIGS: dict[str, tuple[OCConfig, str]] = {
     "push-standard": (_only(push_standard=True), "push consumer, standard mode, against the full broker"),
     "push-fifo": (_only(push_fifo=True), "push consumer, FIFO mode: the seed's dispatcher lock, the server gate, "
                                          "a rejected settle given up and its outcome remembered; full broker"),
+    "push-fifo-shared-group": (
+        _only(push_fifo=True, consumers=2, cache_messages=8, cache_bytes=8, **_EXPIRY),
+        "two push consumers sharing one FIFO consumer group (issue 19, unit PF2): each its own process queues and "
+        "copies, the broker's per-group state (visibility, delivery counts, receipt handles, the gate) shared, every "
+        "queue assigned to both; reference FIFO rules; seed broker with the gate and invisible time that may run "
+        "out; cache 8 messages / 8 bytes per consumer",
+    ),
     "simple": (_only(simple=True), "simple consumer, seed rules, against the full broker"),
     "simple-any-queue": (
         _only(simple=True, simple_any_queue=True),

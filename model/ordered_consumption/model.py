@@ -152,6 +152,7 @@ class OrderedConsumptionModel(Model):
         int_range(problems, c, "server_batch", 1)
         int_range(problems, c, "max_attempts", 1)
         int_range(problems, c, "simple_threads", 1)
+        int_range(problems, c, "consumers", 1)
         if "backoffs" not in bad:
             if not c.backoffs:
                 problems.append("backoffs: must name at least one back-off (ticks)")
@@ -189,6 +190,8 @@ class OrderedConsumptionModel(Model):
         self.thr_count = max(1, c.cache_messages // c.queues)
         self.thr_bytes = max(1, c.cache_bytes // c.queues)
         self.roles = c.roles()
+        # several push consumers in one group: the push states take the shape (role, server, clients)
+        self.multi = c.consumers > 1
 
     # ------------------------------------------------------------------ states
     def init_states(self):
@@ -207,6 +210,8 @@ class OrderedConsumptionModel(Model):
                             out.append((PRODUCER, phase, mtype, mask, group, 0, -1, 0, 0, R_NONE))
         empty_msgs = tuple((S_READY, 0, C_NONE, 0, 0, 0, 0, M_NONE, 0, 0, 0) for _ in range(self.n_msgs))
         empty_pqs = tuple((0, 0, 0, W_IDLE, 1) for _ in range(c.queues))
+        if self.multi:
+            empty_msgs, empty_pqs = self._group_init()
         if STANDARD in self.roles:
             out.append((STANDARD, empty_msgs, empty_pqs))
         if FIFO in self.roles:
@@ -222,7 +227,7 @@ class OrderedConsumptionModel(Model):
             return self._p_actions(s)
         if role == SIMPLE:
             return self._s_actions(s)
-        return self._c_actions(s)
+        return self._g_actions(s) if self.multi else self._c_actions(s)
 
     def step(self, s, a):
         role = s[0]
@@ -230,7 +235,7 @@ class OrderedConsumptionModel(Model):
             return self._p_step(s, a)
         if role == SIMPLE:
             return self._s_step(s, a)
-        return self._c_step(s, a)
+        return self._g_step(s, a) if self.multi else self._c_step(s, a)
 
     # ================================================================ producer
     # Seed 001 "Producer" steps 1-7; upstream ProducerImpl.send0 / SendReceiptImpl
@@ -338,7 +343,9 @@ class OrderedConsumptionModel(Model):
         no later delivery (or change of invisible duration) replaced it (broker._current)."""
         return r[0] == S_INVIS and r[5] == r[1]
 
-    def _c_actions(self, s):
+    def _c_actions(self, s, expiry: bool = True):
+        """The push consumer's actions in state s; ``expiry``: also the server's expiries (one client per
+        group; with several, :meth:`_g_actions` lists them once for the group)."""
         c = self.config
         _, msgs, pqs = s
         acts = []
@@ -366,7 +373,7 @@ class OrderedConsumptionModel(Model):
                 acts.append(("change_invisible", m))
             elif cli == C_DLQING:
                 acts.append(("forward_to_dlq", m))
-            if srv == S_INVIS and (c.expiry_while_held or (cli == C_NONE and not pending)):
+            if expiry and srv == S_INVIS and (c.expiry_while_held or (cli == C_NONE and not pending)):
                 acts.append(("expire", m))
         if c.rebalance:
             for p in range(c.queues):
@@ -628,18 +635,21 @@ class OrderedConsumptionModel(Model):
     def _expire(self, role, msgs, pqs, m):
         c = self.config
         r = msgs[m]
-        srv, d, cli, inc, cons, cd, pd, memo, old, okd, tot = r
-        if srv != S_INVIS or not (c.expiry_while_held or (cli == C_NONE and not pd)):
+        if r[0] != S_INVIS or not (c.expiry_while_held or (r[2] == C_NONE and not r[6])):
             return []
-        # the invisible time is over: the message becomes visible again (redelivered with attempt + 1,
-        # the handle of this delivery is no longer valid), or the server dead-letters it once the
-        # delivery attempts are used up (REFERENCE §2; broker._expire)
-        if d >= c.max_attempts:
-            rec = self._norm((S_DLQ_SRV, d, cli, inc, cons, cd, pd, memo, old, okd, tot))
-            return [("dead-lettered", (role, _set(msgs, m, rec), pqs))]
+        o, rec = self._expired(r)
+        return [(o, (role, _set(msgs, m, rec), pqs))]
+
+    def _expired(self, r):
+        """The invisible time is over: the message becomes visible again (redelivered with attempt + 1,
+        the handle of this delivery is no longer valid), or the server dead-letters it once the
+        delivery attempts are used up (REFERENCE §2; broker._expire).  (observation, r's new record)."""
+        srv, d, cli, inc, cons, cd, pd, memo, old, okd, tot = r
+        if d >= self.config.max_attempts:
+            return "dead-lettered", self._norm((S_DLQ_SRV, d, cli, inc, cons, cd, pd, memo, old, okd, tot))
         if cli == C_NONE:
             cons, cd = 0, 0
-        return [("visible", (role, _set(msgs, m, (S_READY, d, cli, inc, cons, cd, pd, memo, old, okd, tot)), pqs))]
+        return "visible", (S_READY, d, cli, inc, cons, cd, pd, memo, old, okd, tot)
 
     # -- rebalance (upstream PushConsumerImpl.syncProcessQueue: dropProcessQueue / createProcessQueue)
     def _drop_process_queue(self, role, msgs, pqs, p):
@@ -666,6 +676,132 @@ class OrderedConsumptionModel(Model):
             return []
         # given back: a new process queue (its own lock) whose receive loop starts at once
         return [("created", (role, msgs, _set(pqs, p, (0, 0, 0, W_IDLE, 1))))]
+
+    # ======================================== several push consumers in one group (issue 19, PF2)
+    # The broker keeps one consumption state per consumer group and queue, whichever client asks
+    # (impl/ordered_consumption/broker.py ``_gq``: one ``_GQ`` per (queue, group); ``_take``,
+    # ``_current`` and ``_settle`` read and change it for every client of the group): a message's
+    # visibility, its delivery count (the attempt a receive carries), its current receipt handle, the
+    # FIFO gate and the outcome are the group's.  Each client has its own process queues (seed 001:
+    # "队列与 process queue 这个结构是一一对应的", in each client) and its own copies: cache,
+    # consumption, settle, remembered outcome.  So with ``consumers`` > 1 a push state is
+    #
+    #     (role, server, clients)    server[m]  = (srv, delivered)
+    #                                clients[c] = (copies, process queues)
+    #                                copies[m]  = the client fields of the one-client record (state.py):
+    #                                             (cli, in_cache, consumed, copy, pending, memo, old, ok_on, total)
+    #
+    # and each client step is the one-client step taken on that client's *view* (the server fields
+    # joined to its copies; its process queues), so every rule of the one-client model holds per
+    # client unchanged, and the coupling is the shared server fields: what one client's ack settles
+    # opens the gate for the other's receive (``_receive``, ``server_gate``), and a copy one client
+    # still holds after the message was delivered again to the other carries the older delivery, whose
+    # handle the server refuses (``_valid``; broker ``_current``).  The server's expiry is one step for
+    # the group, changing every client's record of the message (``_expired``).  Actions name their
+    # client in their one parameter (a trace's parameters are plain values): the group's process
+    # queues and copies are numbered client by client, ``p = c * queues + q`` (client c's process
+    # queue of queue q) and ``m = c * messages + x`` (client c's copy of message x) -- with one client
+    # exactly the one-client numbering; ``expire`` and every observation name the message itself.  The
+    # assignment (broker.py ``query_assignment``): "shared" gives every client every queue (RocketMQ 5
+    # pop), "exclusive" queue q to client q mod consumers (the broker's round-robin over its sorted
+    # clients); a rebalance drops or creates one client's process queue (the clients' views of the
+    # assignment may overlap while each catches up with it, as their periodic queries allow).
+
+    def _group_init(self):
+        """The initial server fields and clients of a group of ``consumers`` push consumers."""
+        c = self.config
+        k = c.consumers
+        copies = tuple((C_NONE, 0, 0, 0, 0, M_NONE, 0, 0, 0) for _ in range(self.n_msgs))
+        server = tuple((S_READY, 0) for _ in range(self.n_msgs))
+        clients = tuple(
+            (copies, tuple((0, 0, 0, W_IDLE, 0 if c.exclusive_assignment and q % k != i else 1) for q in range(c.queues)))
+            for i in range(k))
+        return server, clients
+
+    def consumer_view(self, s, i):
+        """Client i's view of group state s: a one-client push state (role, msgs, pqs)."""
+        role, server, clients = s
+        copies, pqs = clients[i]
+        return (role, tuple(sv + cp for sv, cp in zip(server, copies)), pqs)
+
+    def consumer_views(self, s):
+        """Every client's (msgs, pqs) of a push state (one client: the state's own two fields)."""
+        if not self.multi:
+            return ((s[1], s[2]),)
+        return tuple(self.consumer_view(s, i)[1:] for i in range(self.config.consumers))
+
+    def _with_view(self, s, i, t):
+        """Group state s after client i's view became t: every message's server fields and client i's
+        copies and process queues from t; another client's record of a message whose server fields
+        the step changed is normalised as that client's own step would (``_norm``: settled, not held)."""
+        role, server, clients = s
+        _, msgs, pqs = t
+        new_server = tuple(r[:2] for r in msgs)
+        out = list(clients)
+        out[i] = (tuple(r[2:] for r in msgs), pqs)
+        if new_server != server:
+            for j, (copies, jpqs) in enumerate(clients):
+                if j != i:
+                    out[j] = (tuple(self._norm(sv1 + cp)[2:] if sv1 != sv else cp
+                                    for sv, sv1, cp in zip(server, new_server, copies)), jpqs)
+        return (role, new_server, tuple(out))
+
+    @staticmethod
+    def _holds(cp) -> bool:
+        """A client's copies record of a message: it holds a copy (or a newer delivery cached behind one)."""
+        return cp[0] != C_NONE or bool(cp[4])
+
+    def _g_actions(self, s):
+        c = self.config
+        _, server, clients = s
+        acts = []
+        for i in range(c.consumers):
+            acts += [(a[0], self.group_param(a[0], i, a[1]))
+                     for a in self._c_actions(self.consumer_view(s, i), expiry=False)]
+        for m, (srv, _) in enumerate(server):
+            # the server's expiry, once for the group; without expiry_while_held only while no client holds m
+            if srv == S_INVIS and (c.expiry_while_held or not any(self._holds(cp[m]) for cp, _ in clients)):
+                acts.append(("expire", m))
+        return acts
+
+    def _g_step(self, s, a):
+        name = a[0]
+        if name == "expire":
+            m = a[1] if len(a) > 1 else None
+            if isinstance(m, bool) or not isinstance(m, int) or not 0 <= m < self.n_msgs:
+                return []
+            return self._g_expire(s, m)
+        if name not in self._PQ_STEPS and name not in self._MSG_STEPS or len(a) != 2:
+            return []
+        x = a[1]
+        if isinstance(x, bool) or not isinstance(x, int) or x < 0:
+            return []
+        i, y = self.split_param(name, x)
+        if i >= self.config.consumers:
+            return []
+        return [(o, self._with_view(s, i, t)) for o, t in self._c_step(self.consumer_view(s, i), (name, y))]
+
+    def group_param(self, name, i, y):
+        """The group's parameter of client i's process queue (``p`` steps) or copy (``m`` steps) y."""
+        return i * (self.config.queues if name in self._PQ_STEPS else self.n_msgs) + y
+
+    def split_param(self, name, x):
+        """(client, its process queue or copy) of the group's parameter x of a push step (the inverse of
+        :meth:`group_param`; with one client, (0, x))."""
+        if not self.multi:
+            return 0, x
+        return divmod(x, self.config.queues if name in self._PQ_STEPS else self.n_msgs)
+
+    def _g_expire(self, s, m):
+        c = self.config
+        role, server, clients = s
+        if server[m][0] != S_INVIS or not (c.expiry_while_held or not any(self._holds(cp[m]) for cp, _ in clients)):
+            return []
+        out, o, rec = [], None, None
+        for copies, pqs in clients:
+            o, rec = self._expired(server[m] + copies[m])
+            out.append((_set(copies, m, rec[2:]), pqs))
+        return [(o, (role, _set(server, m, rec[:2]), tuple(out)))]
 
     # ===================================================== simple consumer
     # Seed 001 "Simple consumer": every call is one remote call, no internal retry;
@@ -868,7 +1004,8 @@ class OrderedConsumptionModel(Model):
                 for q in range(c.queues):
                     for m, m2 in zip(self.by_queue[q], self.by_queue[sigma[q]]):
                         pi[m] = m2
-                push.append((sigma, tuple(pi)))
+                if not (self.multi and c.exclusive_assignment):  # exclusive: which client holds q names q
+                    push.append((sigma, tuple(pi)))
                 if all(sigma[q] == (sigma[0] + q) % c.queues for q in range(c.queues)):
                     simple.append((sigma, tuple(pi)))
             found = self._sym = (tuple(push), tuple(simple))
@@ -886,6 +1023,16 @@ class OrderedConsumptionModel(Model):
         if role == SIMPLE:
             calls = tuple(sorted((op, pi[m] if m >= 0 else m, reqs) for op, m, reqs in s[3]))
             return (SIMPLE, tuple(msgs), sigma[s[2]], calls)
+        if self.multi:  # the server fields, and each client's copies and process queues
+            clients = []
+            for copies, pqs in s[2]:
+                cps, qs = [None] * self.n_msgs, [None] * len(pqs)
+                for m, r in enumerate(copies):
+                    cps[pi[m]] = r
+                for q, pq in enumerate(pqs):
+                    qs[sigma[q]] = pq
+                clients.append((tuple(cps), tuple(qs)))
+            return (role, tuple(msgs), tuple(clients))
         pqs = [None] * len(s[2])
         for q, pq in enumerate(s[2]):
             pqs[sigma[q]] = pq
@@ -967,15 +1114,28 @@ class OrderedConsumptionModel(Model):
                     for op, cm, reqs in calls
                 ],
             }
-        _, msgs, pqs = s
+        if self.multi:
+            _, server, clients = s
+            return {
+                "role": ROLE_NAMES[role],
+                "messages": [{"id": m, "queue": self.config.msg_queue[m], "server": SRV_NAMES[srv], "attempt": d}
+                             for m, (srv, d) in enumerate(server)],
+                "consumers": [
+                    {k: v for k, v in self._push_view(self.consumer_view(s, i), one_client=True).items() if k != "role"}
+                    for i in range(len(clients))
+                ],
+            }
+        return self._push_view(s)
+
+    def _push_view(self, s, one_client: bool = False):
+        role, msgs, pqs = s
         return {
             "role": ROLE_NAMES[role],
             "messages": [
                 {
                     "id": m,
                     "queue": self.config.msg_queue[m],
-                    "server": SRV_NAMES[srv],
-                    "attempt": d,
+                    **({} if one_client else {"server": SRV_NAMES[srv], "attempt": d}),
                     "client": CLI_NAMES[cli],
                     "cached": bool(inc),
                     "consumed": k,
@@ -996,6 +1156,15 @@ class OrderedConsumptionModel(Model):
         }
 
     def actors(self, action, observation):
+        who = self._actors(action, observation)
+        if self.multi and len(action) > 1 and (action[0] in self._PQ_STEPS or action[0] in self._MSG_STEPS) \
+                and action[0] != "expire":  # one client of the group
+            i = self.split_param(action[0], action[1])[0]
+            return tuple(f"{x}{i}" if x in ("client", "dispatcher", "process-queue", "consumer", "retry-policy",
+                                            "rebalance") else x for x in who)
+        return who
+
+    def _actors(self, action, observation):
         name = action[0]
         if name in ("call_receive", "call_ack", "call_change_invisible", "rpc"):
             return (f"app-thread{action[1]}", "client") if name != "rpc" else ("client", "server")

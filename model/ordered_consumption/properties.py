@@ -115,33 +115,64 @@ def build_properties(self: Model) -> list:
 
     # ------------------------------------------------------- push consumer
     PUSH = (STANDARD, FIFO)
+    # Several push consumers in one group (``consumers`` > 1, model.py "several push consumers"): a
+    # client's claims are made of every client's view (its copies joined to the group's server
+    # fields, its process queues); ``s[1][m][0]`` / ``s[1][m][1]`` are the message's server status and
+    # delivery count in either shape, so the claims about the server read them directly.
+    multi = self.multi
+    views = self.consumer_views
+
+    def at(s, a):
+        """(msgs, pqs, process queue or message) of the client whose step ``a`` is (with several clients
+        its parameter names the client too: model.py ``split_param``)."""
+        if not multi:
+            return s[1], s[2], a[1]
+        i, y = self.split_param(a[0], a[1])
+        v = self.consumer_view(s, i)
+        return v[1], v[2], y
 
     def receive_ok(s, a, o, t):
         if s[0] not in PUSH or a[0] != "receive" or o == "full":
             return True
-        thr_c, thr_b = self._thresholds(s[2])
-        cnt, byts = self._cache_of(s[1], a[1])
+        msgs, pqs, p = at(s, a)
+        thr_c, thr_b = self._thresholds(pqs)
+        cnt, byts = self._cache_of(msgs, p)
         return cnt < thr_c and byts < thr_b
 
     add(PUSH, always_step(
         "receive-below-thresholds",
         "a receive is issued only while the process queue's cache is below both its count and byte thresholds",
         receive_ok,
-        witness=lambda s, a, o, t: s[0] in PUSH and a[0] == "receive" and o != "full" and self._cache_of(s[1], a[1])[0] > 0,
+        witness=lambda s, a, o, t: s[0] in PUSH and a[0] == "receive" and o != "full"
+        and (lambda v: self._cache_of(v[0], v[2])[0] > 0)(at(s, a)),
     ))
 
-    def first_start(s, t):
-        """The message whose consumption starts on this step (cached -> consuming), or None."""
+    def first_start(s, a, t):
+        """The message whose consumption starts on this step of the client ``a`` names (cached ->
+        consuming), or None."""
+        sm, tm = at(s, a)[0], at(t, a)[0]
         for m in range(self.n_msgs):
-            if s[1][m][2] == C_CACHED and t[1][m][2] == C_CONSUMING:
+            if sm[m][2] == C_CACHED and tm[m][2] == C_CONSUMING:
                 return m
         return None
 
     def fifo_order(s, a, o, t):
         if s[0] != FIFO or a[0] not in ("take", "dispatch"):
             return True
-        m = first_start(s, t)
+        m = first_start(s, a, t)
+        # the earlier messages' server status: the group's, whichever client consumed them
         return m is None or all(s[1][e][0] in SETTLED for e in self.earlier[m])
+
+    def fifo_order_witness(s, a, o, t):
+        if s[0] != FIFO or a[0] not in ("take", "dispatch"):
+            return False
+        m = first_start(s, a, t)
+        if m is None or not self.earlier[m]:
+            return False
+        if not multi:
+            return True
+        # with several clients: B starts on one client after another client consumed A
+        return any(j != self.split_param(a[0], a[1])[0] and msgs[e][4] > 0 for j, (msgs, _) in enumerate(views(s)) for e in self.earlier[m])
 
     # claims about two messages of one queue are listed when a queue holds two
     PAIR_FIFO = (FIFO,) if any(len(q) >= 2 for q in self.by_queue) else ()
@@ -149,17 +180,17 @@ def build_properties(self: Model) -> list:
 
     add(PAIR_FIFO, always_step(
         "fifo-order",
-        "for A then B sent to one queue, B's consumption starts only after A was consumed and the server accepted its ack or DLQ",
+        "for A then B sent to one queue, B's consumption starts only after A was consumed and the server accepted its ack or DLQ"
+        + (" (by whichever consumer of the group: the witness starts B on another consumer than A's)" if multi else ""),
         fifo_order,
-        witness=lambda s, a, o, t: s[0] == FIFO and a[0] in ("take", "dispatch")
-        and (lambda m: m is not None and bool(self.earlier[m]))(first_start(s, t)),
+        witness=fifo_order_witness,
     ))
 
     def one_in_consumption(s):
         if s[0] != FIFO:
             return True
-        msgs = s[1]
-        return all(sum(msgs[m][2] in IN_CONSUMPTION and not msgs[m][8] for m in qm) <= 1 for qm in self.by_queue)
+        return all(all(sum(msgs[m][2] in IN_CONSUMPTION and not msgs[m][8] for m in qm) <= 1 for qm in self.by_queue)
+                   for msgs, _ in views(s))
 
     add(PAIR_FIFO, always(
         "fifo-one-in-consumption",
@@ -168,24 +199,30 @@ def build_properties(self: Model) -> list:
         "that one, not to the queue's new process queue",
         one_in_consumption,
         witness=lambda s: s[0] == FIFO and any(
-            any(s[1][m][2] in IN_CONSUMPTION for m in qm) and any(s[1][m][0] in (S_READY, S_INVIS) and s[1][m][2] in (C_NONE, C_CACHED) for m in qm)
-            for qm in self.by_queue
+            any(msgs[m][2] in IN_CONSUMPTION for m in qm) and any(msgs[m][0] in (S_READY, S_INVIS) and msgs[m][2] in (C_NONE, C_CACHED) for m in qm)
+            for msgs, _ in views(s) for qm in self.by_queue
         ),
     ))
     add((FIFO,), always(
         "consumed-at-most-max",
         "a FIFO message is never consumed beyond max_attempts: the attempt the listener sees (the delivery attempt "
         "of the client's copy plus its local re-consumptions) never exceeds the maximum, across redeliveries",
-        lambda s: s[0] != FIFO or all(r[5] - 1 + r[4] <= maxa for r in s[1] if r[4]),
-        witness=lambda s: s[0] == FIFO and any(r[4] and r[5] - 1 + r[4] == maxa for r in s[1]),
+        lambda s: s[0] != FIFO or all(r[5] - 1 + r[4] <= maxa for msgs, _ in views(s) for r in msgs if r[4]),
+        witness=lambda s: s[0] == FIFO and any(r[4] and r[5] - 1 + r[4] == maxa for msgs, _ in views(s) for r in msgs),
     ))
+
+    def dlq_after_max(s, a, o, t):
+        if s[0] != FIFO or a[0] != "forward_to_dlq":
+            return True
+        msgs, _, m = at(s, a)
+        return msgs[m][5] - 1 + msgs[m][4] >= maxa or msgs[m][4] == 0
+
     add((FIFO,), always_step(
         "dlq-only-after-max",
         "the client asks for a message's dead-lettering only once a consumption at the maximum attempt failed (a "
         "redelivery settled with the outcome remembered from an earlier delivery, never consumed itself, carries "
         "that earlier decision)",
-        lambda s, a, o, t: s[0] != FIFO or a[0] != "forward_to_dlq"
-        or s[1][a[1]][5] - 1 + s[1][a[1]][4] >= maxa or s[1][a[1]][4] == 0,
+        dlq_after_max,
         witness=lambda s, a, o, t: s[0] == FIFO and a[0] == "forward_to_dlq" and o == "ok",
         actions=("forward_to_dlq",),
     ))
@@ -206,7 +243,7 @@ def build_properties(self: Model) -> list:
     add((STANDARD,), always(
         "standard-no-client-dlq",
         "standard mode never dead-letters on the client (only the server does, after max delivery attempts)",
-        lambda s: s[0] != STANDARD or all(r[0] != S_DLQ_CLI and r[2] != C_DLQING for r in s[1]),
+        lambda s: s[0] != STANDARD or all(r[0] != S_DLQ_CLI and r[2] != C_DLQING for msgs, _ in views(s) for r in msgs),
         witness=lambda s: s[0] == STANDARD and any(r[0] == S_DLQ_SRV for r in s[1]),
     ))
 
@@ -244,23 +281,70 @@ def build_properties(self: Model) -> list:
         "consumptions-within-max",
         "no consumption beyond max_attempts across redeliveries: the FIFO listener consumes a message at most "
         "max_attempts times in all, counting every delivery this consumer got",
-        lambda s: s[0] != FIFO or all(r[10] <= maxa for r in s[1]),
-        witness=lambda s: s[0] == FIFO and any(r[10] == maxa and r[1] >= 2 for r in s[1]),
+        lambda s: s[0] != FIFO or all(r[10] <= maxa for msgs, _ in views(s) for r in msgs),
+        witness=lambda s: s[0] == FIFO and any(r[10] == maxa and r[1] >= 2 for msgs, _ in views(s) for r in msgs),
     ))
+
+    def consumed_on_later_delivery(s, a, o, t):
+        if s[0] not in PUSH or a[0] != "consume" or not (isinstance(o, tuple) and o[0] in ("ok", "fail")):
+            return True
+        msgs, _, m = at(s, a)
+        return msgs[m][9] < msgs[m][5]
+
+    def duplicate_witness(s, a, o, t):
+        if not (s[0] in PUSH and a[0] == "consume" and isinstance(o, tuple) and o[0] in ("ok", "fail")):
+            return False
+        msgs, _, m = at(s, a)
+        return msgs[m][4] > 0 or msgs[m][5] >= 2
+
     add(PUSH, always_step(
         "no-unexplained-duplicate",
         "a message is consumed again after its listener succeeded only on a later delivery by the server: the "
         "server's redelivery explains every duplicate consumption",
-        lambda s, a, o, t: s[0] not in PUSH or a[0] != "consume" or not (isinstance(o, tuple) and o[0] in ("ok", "fail"))
-        or s[1][a[1]][9] < s[1][a[1]][5],
-        witness=lambda s, a, o, t: s[0] in PUSH and a[0] == "consume" and isinstance(o, tuple)
-        and o[0] in ("ok", "fail") and (s[1][a[1]][4] > 0 or s[1][a[1]][5] >= 2),
+        consumed_on_later_delivery,
+        witness=duplicate_witness,
         actions=("consume",),
     ))
+    if multi:
+        def holds(r):
+            return r[2] != C_NONE or bool(r[6])
+
+        def holds_current(r):
+            """The client holds the message's current delivery: a copy of it, or it cached behind one."""
+            return r[0] == S_INVIS and ((r[2] != C_NONE and r[5] == r[1]) or r[6] == r[1])
+
+        add(PUSH, always(
+            "one-consumer-per-delivery",
+            "at most one consumer of the group holds a message's current delivery (a copy whose receipt handle is "
+            "the server's current one, or that delivery cached behind a copy in consumption): the server hands an "
+            "invisible message to no other consumer, and a copy another consumer still holds is of an earlier "
+            "delivery, whose handle the server refuses",
+            lambda s: s[0] not in PUSH or all(sum(holds_current(msgs[m]) for msgs, _ in views(s)) <= 1
+                                              for m in range(self.n_msgs)),
+            witness=lambda s: s[0] in PUSH and any(
+                s[1][m][0] == S_INVIS and sum(holds(msgs[m]) for msgs, _ in views(s)) >= 2 for m in range(self.n_msgs)),
+        ))
+
+        def two_held_across(s):
+            """Two messages of one queue held at once by two different consumers."""
+            vs = views(s)
+            return any(holds(vs[i][0][m1]) and holds(vs[j][0][m2])
+                       for qm in self.by_queue for m1 in qm for m2 in qm if m1 != m2
+                       for i in range(len(vs)) for j in range(len(vs)) if i != j)
+
+        add(PAIR_FIFO, always(
+            "fifo-group-one-delivered",
+            "the server hands out a FIFO queue's messages to the group one at a time: at most one message of a "
+            "queue is invisible (delivered and not settled, whichever consumer holds it), so no consumer gets B "
+            "while another holds A's current delivery",
+            lambda s: s[0] != FIFO or all(sum(s[1][m][0] == S_INVIS for m in qm) <= 1 for qm in self.by_queue),
+            witness=lambda s: s[0] == FIFO and two_held_across(s),
+        ))
     add(PAIR_STANDARD, sometimes(
         "standard-concurrent-consumption",
         "standard mode consumes two messages of one queue at the same time",
-        lambda s: s[0] == STANDARD and any(sum(s[1][m][2] in IN_CONSUMPTION for m in qm) >= 2 for qm in self.by_queue),
+        lambda s: s[0] == STANDARD and any(sum(msgs[m][2] in IN_CONSUMPTION for m in qm) >= 2
+                                           for msgs, _ in views(s) for qm in self.by_queue),
     ))
     add((STANDARD,), sometimes(
         "standard-redelivered-then-acked",
@@ -270,7 +354,7 @@ def build_properties(self: Model) -> list:
     add((FIFO,), sometimes(
         "fifo-reconsumed-then-acked",
         "a FIFO message fails, is consumed again locally and then acked",
-        lambda s: s[0] == FIFO and any(r[0] == S_ACKED and r[4] >= 2 for r in s[1]),
+        lambda s: s[0] == FIFO and any(r[0] == S_ACKED and r[4] >= 2 for msgs, _ in views(s) for r in msgs),
     ))
     add(PAIR_FIFO, sometimes(
         "fifo-dead-lettered-then-next",
@@ -284,25 +368,25 @@ def build_properties(self: Model) -> list:
         add((FIFO,), sometimes(
             "fifo-lock-contended",
             "the dispatcher is signalled while the process queue is locked (its lock attempt will fail)",
-            lambda s: s[0] == FIFO and any(pq[1] and pq[2] for pq in s[2]),
+            lambda s: s[0] == FIFO and any(pq[1] and pq[2] for _, pqs in views(s) for pq in pqs),
         ))
     add(PUSH, sometimes(
         "cache-full-waits",
         "a receive loop finds its cache full and waits",
-        lambda s: s[0] in PUSH and any(pq[0] for pq in s[2]),
+        lambda s: s[0] in PUSH and any(pq[0] for _, pqs in views(s) for pq in pqs),
     ))
     if c.expiry_while_held:
         add(PUSH, sometimes(
             "redelivered-while-in-consumption",
             "the invisible time of a message in consumption runs out and the server's redelivery reaches the "
             "process queue while the old copy is still being consumed or settled",
-            lambda s: s[0] in PUSH and any(r[6] for r in s[1]),
+            lambda s: s[0] in PUSH and any(r[6] for msgs, _ in views(s) for r in msgs),
         ))
     if c.remember_outcome and not c.settle_until_success and (c.expiry_while_held or c.server_faults):
         add((FIFO,), sometimes(
             "fifo-settled-from-memo",
             "a FIFO redelivery is settled with the outcome decided on an earlier delivery, without consuming it again",
-            lambda s: s[0] == FIFO and any(r[2] in (C_ACKING, C_DLQING) and r[4] == 0 for r in s[1]),
+            lambda s: s[0] == FIFO and any(r[2] in (C_ACKING, C_DLQING) and r[4] == 0 for msgs, _ in views(s) for r in msgs),
         ))
     if c.rebalance:
         add((FIFO,), sometimes(
@@ -310,7 +394,7 @@ def build_properties(self: Model) -> list:
             "a message queue is taken away while one of its messages is in consumption, and given back (a new "
             "process queue) before that consumption finished",
             lambda s: s[0] == FIFO and any(
-                r[8] and r[2] in IN_CONSUMPTION and s[2][c.msg_queue[m]][4] for m, r in enumerate(s[1])),
+                r[8] and r[2] in IN_CONSUMPTION and pqs[c.msg_queue[m]][4] for msgs, pqs in views(s) for m, r in enumerate(msgs)),
         ))
     push_fair = (
         "weak fairness of every client step (receive loop, dispatcher, consumption, retry-policy delay, unlock), "
@@ -318,12 +402,18 @@ def build_properties(self: Model) -> list:
         "handle, INVALID_RECEIPT_HANDLE / NOT_FOUND to a stale one) and of the server's invisible-time expiry; "
         "timeouts, throttling, lost answers and BAD_REQUEST are never forced, nor is a rebalance"
     )
+
+    def held_by_none(s, q):
+        """No consumer of the group has queue q assigned (its process queue dropped everywhere)."""
+        return not any(pqs[q][4] for _, pqs in views(s))
+
     add(PUSH, leads_to(
         "received-eventually-settled",
         "once a message is received, every message (each received one in particular) is eventually acked or "
-        "dead-lettered, unless its queue was taken away from this consumer",
+        "dead-lettered, unless its queue was taken away from this consumer"
+        + (" (from every consumer of the group)" if multi else ""),
         lambda s: s[0] in PUSH and any(r[1] >= 1 for r in s[1]),
-        lambda s: s[0] not in PUSH or all(r[0] in SETTLED or not s[2][c.msg_queue[m]][4] for m, r in enumerate(s[1])),
+        lambda s: s[0] not in PUSH or all(r[0] in SETTLED or held_by_none(s, c.msg_queue[m]) for m, r in enumerate(s[1])),
         fairness=push_fair,
     ))
     add(PUSH, leads_to(
@@ -331,15 +421,15 @@ def build_properties(self: Model) -> list:
         "the consumer never stalls: every message it took (cached, in consumption, being settled) it eventually "
         "lets go of (settled, given up after a non-retriable answer, or discarded), so no process queue stays "
         "locked for ever",
-        lambda s: s[0] in PUSH and any(r[2] != C_NONE or r[6] for r in s[1]),
-        lambda s: s[0] not in PUSH or not any(r[2] != C_NONE or r[6] for r in s[1]),
+        lambda s: s[0] in PUSH and any(r[2] != C_NONE or r[6] for msgs, _ in views(s) for r in msgs),
+        lambda s: s[0] not in PUSH or not any(r[2] != C_NONE or r[6] for msgs, _ in views(s) for r in msgs),
         fairness=push_fair,
     ))
     add(PUSH, leads_to(
         "full-cache-resumes",
         "a receive loop that found its cache full eventually issues a receive again (the cache drains)",
-        lambda s: s[0] in PUSH and any(pq[0] for pq in s[2]),
-        lambda s: s[0] not in PUSH or not any(pq[0] for pq in s[2]),
+        lambda s: s[0] in PUSH and any(pq[0] for _, pqs in views(s) for pq in pqs),
+        lambda s: s[0] not in PUSH or not any(pq[0] for _, pqs in views(s) for pq in pqs),
         fairness=push_fair,
     ))
 

@@ -99,6 +99,17 @@ class OCConfig:
     simple_any_queue: bool = False  # each receive asks any queue (Python client 5.1.2), not round-robin
     # -- simple consumer
     simple_threads: int = 2  # application threads calling the simple consumer concurrently
+    # -- several push consumers (clients) in one consumer group (issue 19, PF2): each has its own
+    # process queues (seed 001: one process queue per message queue, per client) and its own copies;
+    # the broker's per-group state -- visibility, delivery counts, the FIFO gate, outcomes -- is one
+    # for the group (impl/ordered_consumption/broker.py ``_gq``: one ``_GQ`` per queue and group, not
+    # per client).  With more than one, a push state is (role, server, clients) (model.py, "several
+    # push consumers") and a push action names its consumer: ``(c, p)`` / ``(c, m)``.
+    consumers: int = 1
+    # the broker's assignment of queues to the group's clients (broker.py ``query_assignment``):
+    # False "shared", every client every queue (RocketMQ 5 pop; the upstream workloads' groups);
+    # True "exclusive", queue q to client q mod consumers (round-robin over the clients)
+    exclusive_assignment: bool = False
     # -- what the broker can do besides answering OK (impl/ordered_consumption/broker.py, faults.py);
     # each on in the reference, off reproduces the seed's assumptions
     expiry_while_held: bool = True  # invisible time runs out while the client holds the message

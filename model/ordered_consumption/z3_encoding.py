@@ -8,6 +8,15 @@ integers >= 1 as well, so a proof covers every configuration with the same
 switches.  The boolean switches of :class:`OCConfig` (upstream variants,
 mutants) are read from the configuration and change the transition relation.
 
+Out of scope: several push consumers in one group (``consumers`` > 1, configuration
+``push-fifo-shared-group``; model.py "several push consumers").  The encoding's
+state has one client's fields per message and process queue (``cli``, ``cd``,
+``waiting``, ...); a group of clients would need a client index on every one of
+them and on every action.  Such configurations are explored (the manifest pins
+their counts) and validated against the upstream client (unit PF2), not proved:
+:class:`OrderedConsumptionEncoding` refuses them (``ModelError``) rather than prove
+claims about a one-client relation.
+
 One state holds the fields of every role (the model is a disjoint union of
 role models, ``role`` says which fields mean something); every action family
 of the executable model is one :class:`SymAction`, a disjunction over the
@@ -153,6 +162,11 @@ class OrderedConsumptionEncoding(Encoding):
         self.config = config or OCConfig()
         self.roles = self.config.roles()
         c = self.config
+        if c.consumers != 1 and (STANDARD in self.roles or FIFO in self.roles):
+            from conq.model.kernel import ModelError
+
+            raise ModelError(f"the z3 encoding of ordered-consumption holds one push consumer per group, not "
+                             f"consumers = {c.consumers} (module docstring: out of scope)")
         one = ["fifo-lock-iff-worker", "fifo-dropped-idle", "fifo-consumer-holds-lock"] if c.client_lock else []
         attempts = ["deliveries-within-max", "ready-below-max", "copy-within-deliveries", "fifo-consuming-below-max",
                     "fifo-cached-fresh"]

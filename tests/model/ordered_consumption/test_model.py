@@ -61,11 +61,19 @@ def test_reference_is_the_disjoint_union_of_the_roles():
     assert not by["reference"].violated and all(not by[r].violated for r in roles)
 
 
+#: claims about several push consumers in one group: only a configuration with consumers > 1 lists them
+#: (with one consumer they would be vacuous); the catalog resolves MODEL:PROPERTY against every
+#: configuration of the model (conq/catalog.py ``_model_properties``)
+GROUP_PROPERTIES = {"one-consumer-per-delivery", "fifo-group-one-delivered"}
+
+
 def test_reference_lists_every_property_name():
-    # the catalog resolves MODEL:PROPERTY against the default configuration
+    # every claim of one client per group is the reference's (the default configuration)
     ref = {p.name for p in model().property_list()}
     for name in OrderedConsumptionModel.configs():
-        assert {p.name for p in model(name).property_list()} <= ref
+        assert {p.name for p in model(name).property_list()} - GROUP_PROPERTIES <= ref
+    assert not GROUP_PROPERTIES & ref
+    assert GROUP_PROPERTIES <= {p.name for p in model("push-fifo-shared-group").property_list()}
 
 
 # -- (b) hypothesis ---------------------------------------------------------------------
@@ -624,3 +632,133 @@ def test_variant_counterexample_goes_through_the_broker_event_it_needs(config, p
     fixed = OrderedConsumptionModel(dataclasses.replace(
         ref.config, server_gate=True, remember_outcome=True, memo_survives_drop=True, client_lock=True))
     assert explore(fixed, liveness=False).verdict(prop).status == "holds"
+
+
+# -- (f) several push consumers in one group (issue 19, unit PF2) ------------------------------
+
+
+def _group(**kw):
+    """push-fifo-shared-group (two consumers, A and B on queue 0, every queue assigned to both)."""
+    return model("push-fifo-shared-group", **kw)
+
+
+def _group_init(m):
+    [s] = m.init_states()
+    return s
+
+
+def test_one_consumer_keeps_the_one_client_shape_and_counts():
+    # consumers = 1 is the model as before: a push state (role, msgs, pqs), actions name p / m alone
+    m = model("push-fifo")
+    assert m.config.consumers == 1 and not m.multi
+    [s] = m.init_states()
+    assert len(s[1][0]) == 11 and m.consumer_views(s) == ((s[1], s[2]),)
+    assert ("receive", 0) in m.actions(s)
+
+
+def test_the_group_shares_the_servers_state_and_each_consumer_has_its_own_process_queues():
+    m = _group()
+    s = _group_init(m)
+    role, server, clients = s
+    assert role == oc.FIFO and server == ((oc.S_READY, 0), (oc.S_READY, 0)) and len(clients) == 2
+    # shared assignment: both consumers hold both queues (only queue 0 has messages: one loop each)
+    assert all(pq[4] == 1 for _, pqs in clients for pq in pqs)
+    assert [a for a in m.actions(s) if a[0] == "receive"] == [("receive", 0), ("receive", 2)]
+    # the group's parameters number the process queues and copies consumer by consumer
+    assert m.split_param("receive", 2) == (1, 0) and m.split_param("consume", 3) == (1, 1)
+    assert m.group_param("ack", 1, 0) == 2
+    # each consumer's view is a one-client state: the server fields joined to its own copies
+    view = m.consumer_view(s, 1)
+    assert view[1][0] == (oc.S_READY, 0) + clients[1][0][0] and view[2] == clients[1][1]
+    # exclusive assignment: queue q to consumer q mod consumers (broker.py query_assignment)
+    ex = _group(exclusive_assignment=True)
+    _, _, cl = _group_init(ex)
+    assert [[pq[4] for pq in pqs] for _, pqs in cl] == [[1, 0], [0, 1]]
+    assert [a for a in ex.actions(_group_init(ex)) if a[0] == "receive"] == [("receive", 0)]
+
+
+def test_one_consumers_ack_opens_the_gate_for_the_other():
+    # seed 001 顺序消费模式: B is consumed only after A was consumed and the server received its result --
+    # across the consumers of the group: consumer 1 gets nothing of queue 0 while A is invisible with
+    # consumer 0, and B once consumer 0's ack of A was accepted
+    m = _group()
+    s = m.replay([(("receive", 0), ((0, 1),)), (("dispatch", 0), "locked"), (("take", 0), 0),
+                  (("consume", 0), ("ok", 1))]).last
+    assert [o for o, _ in m.step(s, ("receive", 2))] == [()]
+    s = outcome(m, s, ("ack", 0), "ok")
+    assert s[1][0] == (oc.S_ACKED, 1)
+    t = outcome(m, s, ("receive", 2), ((1, 1),))
+    assert t[1][1] == (oc.S_INVIS, 1) and t[2][1][0][1][0] == oc.C_CACHED and t[2][0][0][1][0] == oc.C_NONE
+    path = m.replay([(("dispatch", 2), "locked"), (("take", 2), 1)], init=t)
+    m.check_path(path)  # fifo-order across the consumers: B starts on consumer 1 after A's ack by consumer 0
+    fifo_order = m.property("fifo-order")
+    assert fifo_order.witness(path.states()[-2], ("take", 2), 1, path.last)
+
+
+def test_a_copy_the_other_consumer_still_holds_carries_an_older_delivery():
+    # A's invisible time runs out while consumer 0 consumes it; the server delivers it again, to consumer 1
+    # (attempt 2): consumer 1 holds the current delivery, consumer 0's ack meets an invalid handle
+    m = _group()
+    s = m.replay([(("receive", 0), ((0, 1),)), (("dispatch", 0), "locked"), (("take", 0), 0),
+                  (("consume", 0), ("ok", 1)), (("expire", 0), "visible"), (("receive", 2), ((0, 2),))]).last
+    assert s[1][0] == (oc.S_INVIS, 2)
+    c0, c1 = (m.consumer_view(s, i)[1][0] for i in (0, 1))
+    assert (c0[2], c0[5]) == (oc.C_ACKING, 1) and (c1[2], c1[5]) == (oc.C_CACHED, 2)
+    assert [o for o, _ in m.step(s, ("ack", 0))] == ["error", "invalid-handle"]
+    witness = m.property("one-consumer-per-delivery").witness
+    assert m.property("one-consumer-per-delivery").check(s) and witness(s)
+    # consumer 0 gives up and remembers the outcome for a redelivery to *it*; consumer 1 consumes its copy
+    s = outcome(m, s, ("ack", 0), "invalid-handle")
+    assert m.consumer_view(s, 0)[1][0][7] == oc.M_ACK
+    s = m.replay([(("dispatch", 2), "locked"), (("take", 2), 0), (("consume", 2), ("ok", 2)),
+                  (("ack", 2), "ok")], init=s).last
+    # settled by consumer 1: consumer 0's record of A is forgotten as its own settle would (memo gone)
+    assert s[1][0] == (oc.S_ACKED, 2) and m.consumer_view(s, 0)[1][0][7] == oc.M_NONE
+
+
+def test_an_expiry_is_one_step_of_the_group():
+    m = _group()
+    s = m.replay([(("receive", 0), ((0, 1),)), (("dispatch", 0), "locked"), (("take", 0), 0),
+                  (("consume", 0), ("fail", 1))]).last
+    assert [a for a in m.actions(s) if a[0] == "expire"] == [("expire", 0)]
+    assert m.step(s, ("receive", 4)) == [] and m.step(s, ("expire", 2)) == []  # no third consumer; expire names a message
+    t = outcome(m, s, ("expire", 0), "visible")
+    assert t[1][0] == (oc.S_READY, 1) and t[2][0][0][0][0] == oc.C_CONSUMING  # consumer 0 still consumes its copy
+    # without expiry while held, the server expires A only once no consumer holds it
+    seed = _group(expiry_while_held=False)
+    assert [a for a in seed.actions(seed.replay([(("receive", 0), ((0, 1),))]).last) if a[0] == "expire"] == []
+
+
+class _Leaky(OrderedConsumptionModel):
+    """A broken broker: a receive also hands out an invisible message's current delivery (its receipt
+    handle) again, to a consumer that holds none of it."""
+
+    def _receive(self, role, msgs, pqs, p):
+        outs = super()._receive(role, msgs, pqs, p)
+        for m in self.by_queue[p]:
+            r = msgs[m]
+            if r[0] == oc.S_INVIS and r[2] == oc.C_NONE and not r[6]:
+                outs.append((((m, r[1]),), (role, _set_msg(msgs, m, self._cache(r, r[1])), pqs)))
+        return outs
+
+
+def _set_msg(msgs, m, r):
+    return msgs[:m] + (r,) + msgs[m + 1:]
+
+
+def test_the_group_claims_catch_a_server_that_hands_an_invisible_message_to_another_consumer():
+    m = _Leaky(dataclasses.replace(_group().config, msg_queue=(0,), msg_size=(1,), cache_messages=4, cache_bytes=4))
+    only = {"one-consumer-per-delivery"}
+    m._properties = tuple(p for p in m.property_list() if p.name in only)
+    ex = explore(m, liveness=False, max_states=50_000)
+    v = ex.verdict("one-consumer-per-delivery")
+    assert v.status == "violated", v.status
+    # the shortest counterexample: delivered to consumer 0, then again to consumer 1 while invisible
+    assert [a for a, _, _ in v.path.steps] == [("receive", 0), ("receive", 2)], m.format_path(v.path)
+
+
+def test_group_properties_are_listed_with_several_consumers_only():
+    names = {p.name for p in _group().property_list()}
+    assert GROUP_PROPERTIES <= names and "fifo-order" in names and "no-stall" in names
+    assert not GROUP_PROPERTIES & {p.name for p in model("push-fifo").property_list()}
+    assert OrderedConsumptionModel.validate_config(dataclasses.replace(_group().config, consumers=0))

@@ -54,6 +54,22 @@ def test_every_always_property_is_proved_for_every_size():
         assert r.strengthened_with == enc.strengthening.get(r.prop, [])
 
 
+def test_several_consumers_in_one_group_are_out_of_the_encodings_scope():
+    """``consumers`` > 1 (push-fifo-shared-group, the PF2 unit's model) is explored and validated, not
+    proved: the encoding's state has one client's fields per message and process queue (module
+    docstring), so it refuses the configuration instead of proving a one-client relation; the manifest
+    expects no violation of it, so no BMC case asks for it either."""
+    from conq.model.kernel import ModelError
+
+    m = model("push-fifo-shared-group")
+    assert m.config.consumers == 2
+    with pytest.raises(ModelError, match="one push consumer per group"):
+        symbolic.encoding_for(m)
+    assert "push-fifo-shared-group" not in {c for c, _, _ in _bmc_cases(slow=True)}
+    # the field changes nothing for the roles without a push consumer
+    assert isinstance(symbolic.encoding_for(load_model(NAME, "simple", {"consumers": 2})), OrderedConsumptionEncoding)
+
+
 def test_upstream_fifo_has_no_strengthening_for_one_in_consumption():
     """Upstream FIFO (no client lock, server gate) violates fifo-one-in-consumption once an answer
     can be lost (BMC finds it below): the proof has nothing to strengthen it with."""
