@@ -13,7 +13,11 @@ finds the cache full (the loop starts waiting for room), ``take`` (FIFO: the loc
 the earliest message), ``unlock`` (FIFO: the worker unlocks and signals), and a FIFO ``consume`` that
 settles a redelivery with a remembered outcome (no listener call).
 
-Calls (``p`` a process queue = message queue, ``m`` a message; answers are the model's names):
+Calls (``p`` a process queue = message queue, ``m`` a message; answers are the model's names; with
+several push consumers in one group, ``consumers`` > 1, a push call names its consumer in its
+parameter: ``p = c * queues + q`` is consumer c's process queue of queue q and ``m = c * messages + x``
+its copy of message x (model.py ``group_param``), while ``expire`` and every observation name the
+message itself):
 
 * producer: ``("route_answer", ans)`` ans in ok / failed -- the answer to the route query;
   ``("send_answer", q, ans, b)`` ans in ok / error / throttled -- the answer to the send request to
@@ -58,6 +62,8 @@ Snapshot (:meth:`OrderedConsumptionCalls.observe`, the driver reports the same s
     push:     {"role", "messages": [{"server", "attempt", "client", "pending"}],
                "process_queues": [{"assigned", "notified", "locked", "waiting", "cache": [n, bytes]}]}
     simple:   {"role", "messages": [{"server", "attempt", "held"}], "next_queue"}
+    group:    {"role", "messages": [{"server", "attempt"}],
+               "consumers": [{"messages": [{"client", "pending"}], "process_queues": [...]}]}
 
 ``client`` is ``-``, ``cached``, ``consuming``, ``retry-delay``, ``acking``, ``changing-invisible`` or
 ``dead-lettering`` (a copy on a process queue a rebalance dropped included); ``pending``: a newer
@@ -286,9 +292,10 @@ class OrderedConsumptionCalls(Model):
         return self.base.actors(action, observation)
 
 
-def observation_of_state(base: Model, s: Any) -> dict[str, Any]:
+def observation_of_state(base: Model, s: Any, one_client: bool = False) -> dict[str, Any]:
     """The snapshot of a view state (see the module docstring); the driver builds the same shape
-    from the implementation."""
+    from the implementation.  ``one_client``: one consumer's part of a group's snapshot (no role,
+    no server fields)."""
     role = s[0]
     c = base.config
     if role == PRODUCER:
@@ -311,6 +318,14 @@ def observation_of_state(base: Model, s: Any) -> dict[str, Any]:
         return {"role": "simple",
                 "messages": [{"server": SRV_NAMES[srv], "attempt": d, "held": HELD_NAMES[h]} for srv, d, h in msgs],
                 "next_queue": rr}
+    if getattr(base, "multi", False):
+        # several push consumers in one group (model.py "several push consumers"): the group's server
+        # fields once, each consumer's copies and process queues as one consumer's snapshot has them
+        views = [observation_of_state(base, base.consumer_view(s, i), one_client=True)
+                 for i in range(len(s[2]))]
+        return {"role": ROLE_NAMES[role],
+                "messages": [{"server": SRV_NAMES[srv], "attempt": d} for srv, d in s[1]],
+                "consumers": views}
     _, msgs, pqs = s
     thr_c, thr_b = base._thresholds(pqs)
     queues = []
@@ -319,6 +334,9 @@ def observation_of_state(base: Model, s: Any) -> dict[str, Any]:
         queues.append({"assigned": bool(asg), "notified": bool(nf and asg), "locked": bool(lk and asg),
                        "waiting": bool(w and asg and (cnt >= thr_c or (byts >= thr_b and not c.ignore_bytes))),
                        "cache": [cnt, byts] if asg else [0, 0]})
+    if one_client:
+        return {"messages": [{"client": CLI_NAMES[r[2]], "pending": bool(r[6])} for r in msgs],
+                "process_queues": queues}
     return {
         "role": ROLE_NAMES[role],
         "messages": [{"server": SRV_NAMES[r[0]], "attempt": r[1], "client": CLI_NAMES[r[2]], "pending": bool(r[6])}

@@ -58,6 +58,9 @@ REFERENCE_SWITCHES = {
     "ignore_backoff": False, "fifo_rotates": False, "skip_type_check": False, "client_lock": True,
     "dlq_when_exceeds": False, "ignore_bytes": False, "unlock_signals": True, "standard_client_dlq": False,
     "simple_retry": False, "settle_until_success": False, "remember_outcome": True,
+    # the driver runs one push consumer per group (several: the model's push-fifo-shared-group, checked
+    # against the upstream client's unit PF2, upstream/observed.py)
+    "consumers": 1,
 }
 ROLES = ("producer", "push_standard", "push_fifo", "simple")
 TOPIC, GROUP, CLIENT = "t", "g", "c"

@@ -274,14 +274,14 @@ def _first_accepting_variant(path: str | Path, lines: list[dict], base_config: d
 # message of a queue behind any invisible one (model.py ``_receive``, ``server_gate``): the model has
 # one message group per queue.  They now project the run onto *units* the model holds.
 #
-# A unit is one consumer group with exactly one push consumer on one topic and, for a FIFO group, one
-# message group of it: the stored copies the group received of that message group, the group's
+# A unit is one consumer group (of one push consumer, or several sharing it: below) on one topic and,
+# for a FIFO group, one message group of it: the stored copies the group received of that message group, the group's
 # receives, settles and listener calls of those copies.  Why the projection is sound:
 #
 # * per consumer group: the broker keeps a consumer group's deliveries, handles, gate and assignment
 #   in its own per-group state (broker.py ``_gq``: one ``_GQ`` per (queue, group)); no request of
 #   another group reads or changes it, and each push consumer is its own client (its own process
-#   queues), so the group's events are a run of one model client against one broker;
+#   queues), so the group's events are a run of the model's group of clients against one broker;
 # * per message group (FIFO): the broker's gate and order are per message group, so the group's
 #   deliveries of g0 are exactly those of a queue holding only g0's copies; what the projection drops
 #   is no model step of the unit: a receive that brought only other groups' messages leaves the unit's
@@ -298,13 +298,29 @@ def _first_accepting_variant(path: str | Path, lines: list[dict], base_config: d
 #   does not renew unless the workload sets ``renew``), ``server_faults`` when the workload injects
 #   any, no rebalance (one consumer holds every queue).
 #
-# Not validated (``why`` names the reason): a group shared by several push consumers (the model
-# has one client per group, and the broker couples them: one client's ack makes the next FIFO message
-# deliverable to the other, and the assignment splits the queues between them -- projecting per
-# client would drop steps of the shared per-group state); a simple consumer group shared with other
-# consumers (a group with one simple consumer has its own mapping: "the simple consumer (SC)" below);
-# a unit with more than ``MAX_GROUP_MESSAGES`` copies
-# (the model's states grow with them); a settle naming no copy (neither handle nor message id).
+# A group shared by several push consumers (``fifo``'s PF2: c-fifo2a and c-fifo2b) is one unit per
+# message group too, against the same configuration with ``consumers`` = the group's push consumers
+# (model.py "several push consumers"; the named configuration push-fifo-shared-group is its
+# reference-rule sibling): the broker couples the clients only through the group's state (one
+# client's ack makes the next FIFO message deliverable to the other, a delivery goes to one client,
+# a copy the other still holds after a redelivery has a refused handle), and that state is what the
+# model's group shares, while each client keeps its own process queues and copies.  Projecting per
+# client instead would drop steps of the shared state (the other client's deliveries and settles),
+# which is why the group is one log.  Each call names its client in its parameter, the model's
+# numbering of the group's process queues and copies client by client (model.py ``group_param``):
+# ``["receive_answer", c * queues + q, ...]``, ``["listener_returns", c * copies + m, ...]``,
+# ``["ack_answer", c * copies + m, ...]``; observations name the copies themselves.  c is the
+# consumer's place among the group's push consumers in the workload, matched to the wire's client id
+# by its ``startup`` event (``_consumer_index``).  Mapped under the broker's *shared* assignment only (every
+# client every queue, as the model's group starts; the workloads' groups are shared): under exclusive
+# assignment which client holds which queue depends on the broker's order of client ids and on when
+# each client asks.
+#
+# Not validated (``why`` names the reason): a shared group under exclusive assignment, or whose
+# consumers differ in topic or cache limits (one configuration field for all); a simple consumer
+# group shared with other consumers (a group with one simple consumer has its own mapping: "the simple
+# consumer (SC)" below); a unit with more than ``MAX_GROUP_MESSAGES`` copies (the model's states grow
+# with them); a settle naming no copy (neither handle nor message id).
 # Validation is bounded by ``max_states`` (states per closure): a bound that cut the search is
 # ``incomplete``, never ``accepted``.
 
@@ -337,13 +353,20 @@ def group_units(w: Any) -> list[tuple[str, str, str | None, str | None]]:
                 why = "a consumer of several topics: the model has one topic"
             out.append((group, group, None, why))
             continue
-        if len(consumers) != 1:
-            out.append((group, group, None, f"{len(consumers)} push consumers share the group: the model has one "
-                        "client per group, and the broker couples them (one's ack makes the next FIFO message "
-                        "deliverable to the other; the assignment splits the queues)"))
+        if len({tuple(c["topics"]) for c in consumers}) != 1 or len(consumers[0]["topics"]) != 1:
+            why = ("a consumer of several topics: the model has one topic" if len(consumers[0]["topics"]) != 1
+                   else "the group's push consumers subscribe to different topics: the model has one topic")
+            out.append((group, group, None, why))
             continue
-        if len(consumers[0]["topics"]) != 1:
-            out.append((group, group, None, "a consumer of several topics: the model has one topic"))
+        if len(consumers) > 1 and w.group(group).assignment != "shared":
+            # the model's exclusive assignment gives queue q to client q mod consumers; which client that
+            # is depends on the broker's order of the client ids and on when each client asks (not mapped)
+            out.append((group, group, None, f"{len(consumers)} push consumers share the group under "
+                        f"{w.group(group).assignment!r} assignment: only shared assignment is mapped"))
+            continue
+        if len({(c.get("max_cache_count", 1024), c.get("max_cache_bytes", 64 * 1024 * 1024)) for c in consumers}) != 1:
+            out.append((group, group, None, "the group's push consumers have different cache limits: the model's "
+                        "are one configuration field for all"))
             continue
         topic = consumers[0]["topics"][0]
         if w.group(group).fifo:
@@ -354,12 +377,50 @@ def group_units(w: Any) -> list[tuple[str, str, str | None, str | None]]:
     return out
 
 
+def _consumer_index(w: Any, events: list[dict], group: str) -> tuple[dict, dict] | None:
+    """Several push consumers in one group (PF2, comment above): (client id -> the model's consumer
+    index, consumer name -> index), the index being the consumer's place among the group's push
+    consumers in the workload, the client id its ``startup`` event names; a client id without one
+    takes the first free index in order of appearance.  None when more client ids than consumers
+    speak for the group.  The model's consumers are interchangeable under shared assignment (each holds
+    every queue from the start), so any one-to-one naming is as good as another."""
+    names = [c["name"] for c in w.push if c["group"] == group]
+    by_name = {n: i for i, n in enumerate(names)}
+    by_cid: dict = {}
+    for e in events:
+        if e.get("event") == "api" and e.get("call") == "startup" and e.get("client") in by_name and e.get("client_id"):
+            by_cid[e["client_id"]] = by_name[e["client"]]
+    for e in events:
+        if e.get("kind") == "rpc" and e["request"].get("group") == group and e.get("client_id") not in by_cid:
+            free = [i for i in range(len(names)) if i not in by_cid.values()]
+            if not free:
+                return None
+            by_cid[e.get("client_id")] = free[0]
+    return by_cid, by_name
+
+
 def group_log(w: Any, events: list[dict], group: str, message_group: str | None = None, *,
               empty_known: bool = True) -> tuple[list[dict] | None, dict]:
     """The observed log of one unit of a run (module comment above) and what it holds: (lines or None,
     info); ``info["why"]`` says why there is no log."""
-    c = next(x for x in w.push if x["group"] == group)
+    consumers = [x for x in w.push if x["group"] == group]
+    c = consumers[0]
+    nc = len(consumers)  # push consumers of the group
     g = w.group(group)
+    if nc > 1:
+        named = _consumer_index(w, events, group)
+        if named is None:
+            return None, {"messages": None, "why": f"more clients than the group's {nc} push consumers"}
+        by_cid, by_name = named
+
+    def at(e: dict, x: int, size: int) -> int:
+        """The model's parameter of queue or copy ``x`` in a call of the client the event ``e`` names: ``x``
+        with one consumer; with several, consumer i's is ``i * size + x`` (``size``: the queues for a
+        process queue, the copies for a copy; model.py ``group_param``)."""
+        if nc == 1:
+            return x
+        i = by_name.get(e.get("client")) if e.get("event") == "listener" else by_cid.get(e.get("client_id"))
+        return i * size + x
     topic = next(t for t in w.topics if t.name == c["topics"][0])
     copies: dict[str, tuple] = {}  # core id -> (queue, offset, body, client message id)
     others: set = set()  # core ids of the group's copies of other message groups
@@ -384,6 +445,8 @@ def group_log(w: Any, events: list[dict], group: str, message_group: str | None 
               "cache_messages": c.get("max_cache_count", 1024), "cache_bytes": c.get("max_cache_bytes", 64 * 1024 * 1024),
               "server_batch": 32, "max_attempts": g.max_attempts, "expiry_while_held": not w.renew,
               "server_faults": bool(w.faults), "rebalance": False}
+    if nc > 1:
+        fields["consumers"] = nc  # every queue assigned to each (shared assignment: group_units)
     config_name = "push-fifo-upstream" if g.fifo else "push-standard-upstream"
     codes = _answer_codes(config_name, fields)
     info = {"messages": len(order), "settles": 0, "config": config_name}
@@ -418,6 +481,7 @@ def group_log(w: Any, events: list[dict], group: str, message_group: str | None 
                                     answer_codes=codes, empty_known=empty_known,
                                     terminating=e["client_id"] in terminating)
                 if ev is not None:
+                    ev["action"][1] = at(e, ev["action"][1], topic.queues)
                     out.append(ev)
             elif e["name"] in _SETTLE_CALL:
                 m = settled(req)
@@ -425,7 +489,7 @@ def group_log(w: Any, events: list[dict], group: str, message_group: str | None 
                     continue
                 if m == "?":
                     return None, {**info, "why": f"a {e['name']} naming no copy (handle and message id unknown)"}
-                action = [_SETTLE_CALL[e["name"]], m]
+                action = [_SETTLE_CALL[e["name"]], at(e, m, len(order))]
                 action += _settle_answer(ans)
                 out.append({"action": action})
                 info["settles"] += 1
@@ -435,7 +499,9 @@ def group_log(w: Any, events: list[dict], group: str, message_group: str | None 
                 continue
             if k not in index:
                 return None, {**info, "why": "a listener call of a copy the unit never received"}
-            out.append({"action": ["listener_returns", index[k], "ok" if e["result"] == "success" else "fail"]})
+            if nc > 1 and e.get("client") not in by_name:
+                return None, {**info, "why": "a listener call of a client that is no consumer of the group"}
+            out.append({"action": ["listener_returns", at(e, index[k], len(order)), "ok" if e["result"] == "success" else "fail"]})
     header = {"format": "conq-trace", "version": 1, "kind": "observed", "level": "call",
               "model": "ordered-consumption", "config_name": config_name, "config": fields, "hidden": HIDDEN}
     return [header] + [dict(ev, step=i) for i, ev in enumerate(out, 1)], info

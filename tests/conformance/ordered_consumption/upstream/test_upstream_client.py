@@ -86,18 +86,21 @@ def test_producer_push_standard_and_fifo_and_simple_through_the_real_client(tmp_
     assert _calls(res, "PF2") == Counter({f"F-g{g}-{i}": 1 for g in range(2) for i in range(4)})
     assert res.broker_stats["PF2/F"]["acked"] == 8
     # conq validate on every unit the model holds (observed.py, "larger workloads"): PS whole, PF per
-    # message group (4 copies each), SC against configuration simple; PF2 (two consumers) is not
-    # validated, with why.  SC is accepted when the client's random queues happened to alternate as
-    # the model's round-robin does, else rejected at the first receive that did not and accepted by
-    # the model's variant simple-any-queue (the Python client's queue choice)
+    # message group (4 copies each), PF2 per message group with its two consumers (configuration
+    # push-fifo-upstream with consumers = 2), SC against configuration simple.  SC is accepted when the
+    # client's random queues happened to alternate as the model's round-robin does, else rejected at the
+    # first receive that did not and accepted by the model's variant simple-any-queue (the Python
+    # client's queue choice)
     units = dict(res.validation["units"])
     sc = units.pop("SC")
     assert sc["config"] == "simple" and sc["messages"] == 6, sc
     assert sc["status"] == "accepted" or (sc["status"] == "rejected" and sc["variant"]["name"] == SIMPLE_ANY_QUEUE[0]), sc
-    assert res.validation["status"] == ("partial" if sc["status"] == "accepted" else "rejected")
+    assert res.validation["status"] == sc["status"]
     assert {u: x["status"] for u, x in units.items()} == {
-        "PF/g0": "accepted", "PF/g1": "accepted", "PS": "accepted", "PF2": "not validated"}
+        "PF/g0": "accepted", "PF/g1": "accepted", "PF2/g0": "accepted", "PF2/g1": "accepted", "PS": "accepted"}
     assert (units["PF/g0"]["messages"], units["PF/g1"]["messages"], units["PS"]["messages"]) == (4, 4, 6)
+    assert (units["PF2/g0"]["messages"], units["PF2/g1"]["messages"]) == (4, 4)
+    assert units["PF2/g0"]["overrides"]["consumers"] == 2 and units["PF2/g0"]["config"] == "push-fifo-upstream"
     assert units["PS"]["config"] == "push-standard-upstream" and units["PF/g0"]["config"] == "push-fifo-upstream"
     # the trace: a conq trace (schema-valid, read back by the project's reader), listener calls between
     # the receive that delivered the message and the ack that settled it
@@ -236,7 +239,8 @@ def test_one_seed_under_faults_keeps_every_other_claim(tmp_path):
     assert claims - {"model-accepts-log"} <= known, [d.as_dict() for d in res.divergences]
     assert "model-accepts-log" not in claims or claims & bugs, [d.as_dict() for d in res.divergences]
     assert {u["status"] for u in res.validation["units"].values()} <= {"accepted", "rejected", "not validated"}
-    assert res.validation["units"]["PF2"]["status"] == "not validated"  # two consumers share the group
+    # the two consumers sharing FIFO group PF2 are validated together, per message group
+    assert {res.validation["units"][u]["status"] for u in ("PF2/g0", "PF2/g1")} <= {"accepted", "rejected"}
     # the simple consumer's unit is validated (observed.py, "the simple consumer (SC)")
     sc = res.validation["units"]["SC"]
     assert sc["status"] in ("accepted", "rejected") and sc["config"] == "simple", sc
