@@ -8,7 +8,11 @@ The rows:
 
 * ``old``: the explorer before issue 18 (``model/engines/explorer.py`` at ``--baseline``, default
   ``a27f5be``, read from git history into a temporary file: needs a git checkout);
-* ``new``: the default mode (whole states, the compact graph);
+* ``tuples``: the default mode on the model's states as tuples (``CONQ_CL_PACKED=0``: no packed
+  view), its successor function the consumer-lists tuple fast path (model/consumer_lists/fast.py);
+* ``new``: the default mode (whole states, the compact graph) on the model's packed view where it
+  has one (:meth:`Model.packed`, model/engines/packing.py: states as integers, successors and checks
+  memoised on the fields they read);
 * ``symmetry``: the default mode with symmetry reduction (``Model.canonical``: one state per class
   of renamings of interchangeable parts; the reference has no two consumers alike, so its counts
   are unchanged: try ``--config same-priority``);
@@ -78,11 +82,14 @@ def _baseline_file() -> Path:
     return _BASELINE_FILE[0]
 
 _CHILD = r"""
-import json, resource, sys, time, importlib.util
+import json, os, resource, sys, time, importlib.util
 sys.path.insert(0, {here!r})
+mode, model, config, overrides, liveness = {args!r}
+if mode == "tuples":  # the default mode without the packed view (model/engines/packing.py)
+    os.environ["CONQ_CL_PACKED"] = "0"
+    mode = "new"
 from conq.model.engines.registry import load_model
 from conq.model.engines.explorer import rss_bytes
-mode, model, config, overrides, liveness = {args!r}
 m = load_model(model, config, overrides)
 if mode == "old":
     spec = importlib.util.spec_from_file_location("explorer_v0", {baseline!r})
@@ -156,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     config = "small" if a.quick else a.config
     overrides = {k: json.loads(v) for k, v in (s.split("=", 1) for s in a.set)}
     rows: dict[str, dict] = {}
-    modes = ["old", "new", "symmetry", "fingerprints", "workers=1", "workers=2"]
+    modes = ["old", "tuples", "new", "symmetry", "fingerprints", "workers=1", "workers=2"]
     print(f"{a.model} / {config} {json.dumps(overrides) if overrides else ''}  "
           f"(python {platform.python_version()}, {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}, median of {a.repeat})")
     print(f"{'mode':14} {'states':>10} {'transitions':>12} {'search s':>9} {'states/s':>10} {'bytes/state':>12}  vs old")
@@ -175,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"2 workers vs 1 worker: {w1 / w2:.2f}x")
     if not a.no_liveness:
         print(f"\n{'with liveness':14} {'search s':>9} {'liveness s':>11} {'liveness/search':>16}  verdicts")
-        for mode in ("old", "new"):
+        for mode in ("old", "tuples", "new"):
             r = median_of([measure(mode, a.model, config, overrides, True) for _ in range(a.repeat)])
             rows[f"{mode}+liveness"] = r
             print(f"{mode:14} {r['search_s']:>9.2f} {r['analysis_s']:>11.2f} {r['analysis_s'] / r['search_s']:>16.2f}  "

@@ -338,11 +338,11 @@ class Model(Generic[S]):
         return [(a, o, t) for a in self.actions(state) for o, t in self.step(state, a)]
 
     def packed(self) -> Any:
-        """A packed view of this model for the explorer (:class:`conq.model.packing.Packed`: states
+        """A packed view of this model for the explorer (:class:`conq.model.engines.packing.Packed`: states
         as integers, successors and checks memoised on the fields they read), or None (the
         default: the explorer works on the states themselves).  Only a model whose state is a flat
         tuple of fields with finite declared domains can offer one; it must give the same
-        successors, in the same order, as :meth:`successors` (model/packing.py says how)."""
+        successors, in the same order, as :meth:`successors` (model/engines/packing.py says how)."""
         return None
 
     # -- properties ---------------------------------------------------------

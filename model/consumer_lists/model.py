@@ -352,10 +352,15 @@ class ConsumerListsModel(OtherActors, Model):
             return self._fast(s)
         return self.spec_successors(s)
 
+    #: layouts wider than this are explored as tuples: packing a state of thousands of fields
+    #: (``--set messages=1000000``) costs more than the memo saves, and a time bound must be able to
+    #: stop such a run at once
+    PACK_MAX_FIELDS = 512
+
     def packed(self):
-        """The packed view the explorer runs on (packed.py; model/packing.py), built once; None
-        when ``CONQ_CL_PACKED=0``."""
-        if os.environ.get("CONQ_CL_PACKED", "1") == "0":
+        """The packed view the explorer runs on (packed.py; model/engines/packing.py), built once; None
+        when ``CONQ_CL_PACKED=0`` or the layout is wider than :attr:`PACK_MAX_FIELDS`."""
+        if os.environ.get("CONQ_CL_PACKED", "1") == "0" or self.END > self.PACK_MAX_FIELDS:
             return None
         if self._packed is None:
             from .packed import packed_view

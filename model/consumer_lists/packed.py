@@ -1,4 +1,4 @@
-"""The consumer-lists model packed for the explorer (issue 18; the machinery: model/packing.py).
+"""The consumer-lists model packed for the explorer (issue 18; the machinery: model/engines/packing.py).
 
 The state is the flat tuple of model.py; each field's domain follows from the configuration
 (:func:`field_domains`), so a state packs into one integer (the reference: 55 bits).  The successor
@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from itertools import permutations
 
-from conq.model.packing import Codec, Packed, Section, StepChecks
+from conq.model.engines.packing import Codec, Packed, Section, StepChecks
 
 from .state import ACQ, CF, F_CREDIT, F_FLAG, F_NODE, F_PC, F_SEEN, F_SUSP, F_WAKE, NODE_NAMES, TAKE
 
@@ -37,25 +37,25 @@ def field_domains(model) -> list[tuple]:
     cfg = model.config
     n, m = model.n, model.m
     consumer = {
-        F_NODE: tuple(range(len(NODE_NAMES))),
-        F_PC: tuple(range(TAKE + 2 * m)),  # IDLE..START, TAKE + j (found j), GOT + j (acquired j)
-        F_WAKE: (0, 1),
-        F_FLAG: (0, 1),
-        F_CREDIT: tuple(range(cfg.max_credit + 1)),
-        F_SUSP: tuple(range(1 << max(cfg.reasons, 0))),
-        F_SEEN: tuple(range(1 << m)),
+        F_NODE: range(len(NODE_NAMES)),
+        F_PC: range(TAKE + 2 * m),  # IDLE..START, TAKE + j (found j), GOT + j (acquired j)
+        F_WAKE: range(2),
+        F_FLAG: range(2),
+        F_CREDIT: range(cfg.max_credit + 1),
+        F_SUSP: range(1 << max(cfg.reasons, 0)),
+        F_SEEN: range(1 << m),
     }
     doms: list[tuple] = []
     for _c in range(n):
         doms += [consumer[f] for f in range(CF)]
     for _j in range(m):
-        doms.append(tuple(range(-1, ACQ + n)))  # DELETED, UNARRIVED, AVAILABLE, HELD, acquired by c
-        doms.append((0, 1))  # a publishing thread owes notifyConsumers
-    doms += [tuple(range(1 << n))] * 4  # All, NotInterested, NonAcquiring, Notified: bit masks
+        doms.append(range(-1, ACQ + n))  # DELETED, UNARRIVED, AVAILABLE, HELD, acquired by c
+        doms.append(range(2))  # a publishing thread owes notifyConsumers
+    doms += [range(1 << n)] * 4  # All, NotInterested, NonAcquiring, Notified: bit masks
     for p in model.levels:
         members = [c for c in range(n) if model.prio[c] == p]
         doms.append(tuple(t for k in range(len(members) + 1) for t in permutations(members, k)))
-    doms.append(tuple(range(-1, max(cfg.env_budget, -1) + 1)))  # -1: unbounded
+    doms.append(range(-1, max(cfg.env_budget, -1) + 1))  # -1: unbounded
     doms += _actor_domains(model)
     if len(doms) != model.END:  # pragma: no cover - a layout change not followed here
         raise AssertionError(f"consumer-lists packing: {len(doms)} domains for {model.END} fields")
@@ -66,13 +66,13 @@ def _actor_domains(model) -> list[tuple]:
     n, m = model.n, model.m
     doms: list[tuple] = []
     if model.REJ is not None:
-        doms += [tuple(range(1 << n))] * m  # per message: who rejected it
+        doms += [range(1 << n)] * m  # per message: who rejected it
     if model.DP is not None:
-        doms.append(tuple(range(1 << m)))  # the messages a delete waits for
+        doms.append(range(1 << m))  # the messages a delete waits for
     if model.GOWN is not None:
-        doms += [tuple(range(n + 1))] * model.G  # per group: its consumer + 1
-        doms.append(tuple(range(1 << m)))  # entries a shared group counted
-        doms.append((0, 1))  # a pointer reset is owed
+        doms += [range(n + 1)] * model.G  # per group: its consumer + 1
+        doms.append(range(1 << m))  # entries a shared group counted
+        doms.append(range(2))  # a pointer reset is owed
     return doms
 
 

@@ -441,12 +441,12 @@ def _liveness(ex: Exploration, live: list, check_live: bool, witnessed: dict, wa
 
 def _explore_packed(model: Model, packed, max_states, liveness, keep_edges, progress, box: list,
                     watch: _Watch | None) -> Exploration:
-    """The default mode on a model's packed view (:meth:`Model.packed`, model/packing.py): states
+    """The default mode on a model's packed view (:meth:`Model.packed`, model/engines/packing.py): states
     are integers, a successor is ``(x & keep) | set`` from the steps the model's sections recorded,
     and the state properties are memoised on the fields they read.  Same order as :func:`_explore`
     (the packed successors are the model's, in its order), so the same counts, depth and shortest
     paths; the Exploration's ``state_list`` decodes on access."""
-    from conq.model.packing import DecodedStates
+    from conq.model.engines.packing import DecodedStates
 
     codec = packed.codec
     chk = _Checks(model, False)

@@ -40,6 +40,10 @@ from conq.model.kernel import Kind, Model, Path
 CHUNK = 1024
 
 
+def _same(x: Any, *_protocol: Any) -> Any:
+    return x
+
+
 def replay_positions(model: Model, init_pos: int, positions: list[int], symmetry: bool, goal=None) -> Path:
     """The concrete path from the ``init_pos``-th initial state along the recorded successor
     positions (with symmetry: positions in the successor lists of class representatives)."""
@@ -73,6 +77,24 @@ def explore_fingerprints(model: Model, max_states, symmetry: bool, progress, box
     canon = model.canonical if symmetry else None
     fp = fingerprint
     successors = model.successors
+    inits = None
+    store, load = _dumps, _loads
+    on_step = chk.on_step
+    packed = None if symmetry else model.packed()
+    if packed is not None:
+        # a packed model (model/engines/packing.py): the states are integers (nothing to pickle), their
+        # fingerprints arithmetic, the state checks memoised, and a step the model's recording did
+        # not decide is checked on the decoded states
+        from conq.model.engines.packing import fingerprint64
+
+        chk.use_packed(packed.codec)
+        decode = packed.codec.decode
+        fp, successors, inits = fingerprint64, packed.successors, packed.inits
+        store = load = _same
+        on_step_states = chk.on_step
+
+        def on_step(x, a, o, y, where) -> None:  # noqa: F811 - the packed variant
+            on_step_states(decode(x), a, o, decode(y), where)
     parent = array("i")
     via = array("I")
     seen_old = np.empty(0, dtype=np.uint64)  # sorted: every level up to the one being expanded
@@ -86,7 +108,6 @@ def explore_fingerprints(model: Model, max_states, symmetry: bool, progress, box
     cap = max_states if max_states is not None else -1
     n = 0
     on_state = chk.on_state
-    on_step = chk.on_step
     skip = chk.skip
     searchsorted = np.searchsorted
     finished = False
@@ -103,14 +124,14 @@ def explore_fingerprints(model: Model, max_states, symmetry: bool, progress, box
         watch.arm()
     try:
         init_set: set[int] = set()
-        for pos, s in enumerate(model.init_states()):
+        for pos, s in enumerate(model.init_states() if inits is None else inits):
             key = canon(s) if canon else s
             f = fp(key)
             if f not in init_set:
                 init_set.add(f)
                 parent.append(-1)
                 via.append(pos)
-                cur.append(_dumps(key, proto))
+                cur.append(store(key, proto))
                 cur_fps.append(f)
                 on_state(key, n)
                 n += 1
@@ -131,7 +152,7 @@ def explore_fingerprints(model: Model, max_states, symmetry: bool, progress, box
                 cand_append = cand.append
                 i = first + c0
                 cur[c0:c0 + CHUNK] = [None] * len(chunk)  # expanded: its slot no longer holds it
-                for s in map(_loads, chunk):
+                for s in map(load, chunk):
                     succ = successors(s)
                     k = -1
                     for a, o, t in succ:
@@ -158,7 +179,7 @@ def explore_fingerprints(model: Model, max_states, symmetry: bool, progress, box
                         stop_reason = f"state bound {max_states} reached"
                         break
                     nxt_set.add(f)
-                    nxt.append(_dumps(key, proto))
+                    nxt.append(store(key, proto))
                     parent.append(src)
                     via.append(k)
                     on_state(key, n)

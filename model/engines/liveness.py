@@ -99,7 +99,7 @@ def _one(g: CompactGraph, p: Property):
     states = ex.state_list
     n = g.n
     goal = p.check
-    # a packed search's states (model/packing.py DecodedStates) evaluate the goal memoised on the
+    # a packed search's states (model/engines/packing.py DecodedStates) evaluate the goal memoised on the
     # fields it reads instead of decoding every state
     values = states.predicate_values(goal) if hasattr(states, "predicate_values") else (goal(s) for s in states)
     not_q = ~np.fromiter(values, dtype=bool, count=n)

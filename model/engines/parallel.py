@@ -40,6 +40,18 @@ def _worker(w: int, W: int, model: Model, symmetry: bool, conn, inboxes) -> None
         canon = model.canonical if symmetry else None
         fp = fingerprint
         successors = model.successors
+        on_step = chk.on_step
+        packed = None if symmetry else model.packed()
+        if packed is not None:  # integers, arithmetic fingerprints, memoised checks (as fpsearch)
+            from conq.model.engines.packing import fingerprint64
+
+            chk.use_packed(packed.codec)
+            decode = packed.codec.decode
+            fp, successors = fingerprint64, packed.successors
+            on_step_states = chk.on_step
+
+            def on_step(x, a, o, y, where) -> None:  # noqa: F811 - the packed variant
+                on_step_states(decode(x), a, o, decode(y), where)
         seen: set[int] = set()
         sent: set[int] = set()
         parent = array("q")  # global id of the parent (local * W + owner), -1 for initial states
@@ -79,7 +91,7 @@ def _worker(w: int, W: int, model: Model, symmetry: bool, conn, inboxes) -> None
                 out: list[list] = [[] for _ in range(W)]
                 mine = out[w]
                 transitions = 0
-                on_step, skip = chk.on_step, chk.skip
+                skip = chk.skip
                 for s, gid in current:
                     succ = successors(s)
                     transitions += len(succ)
@@ -167,9 +179,13 @@ def explore_parallel(model: Model, W: int, max_states, symmetry: bool, progress,
             p.start()
         canon = model.canonical if symmetry else None
         init_items: list[list] = [[] for _ in range(W)]
-        for pos, s in enumerate(model.init_states()):
+        packed = None if symmetry else model.packed()
+        if packed is not None:
+            from conq.model.engines.packing import fingerprint64
+        fp = fingerprint if packed is None else fingerprint64
+        for pos, s in enumerate(model.init_states() if packed is None else packed.inits):
             key = canon(s) if canon else s
-            f = fingerprint(key)
+            f = fp(key)
             init_items[f % W].append((f, key, -1, pos))
         for w, c in enumerate(conns):
             c.send(("init", init_items[w]))

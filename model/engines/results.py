@@ -218,12 +218,12 @@ class _Checks:
 
     def use_packed(self, codec: Any) -> None:
         """Evaluate the state checks on packed states (a search over :meth:`Model.packed`): each
-        predicate remembered by the fields it reads (:func:`conq.model.packing.memoised_predicate`),
+        predicate remembered by the fields it reads (:func:`conq.model.engines.packing.memoised_predicate`),
         and, on the hot path, all of them at once ("every invariant holds and no witness fires"),
         one look-up a new state; only a state where something fires takes the usual path (with
         the memoised predicates).  The names and order stay; the paths are rebuilt on decoded
         states."""
-        from conq.model.packing import memoised_predicate
+        from conq.model.engines.packing import memoised_predicate
 
         raw_inv, raw_wit = dict(self.inv), dict(self.state_w)  # (an invariant and its witness share a name)
         self.inv = [(name, memoised_predicate(codec, f)) for name, f in self.inv]

@@ -17,7 +17,7 @@ from conq.model.consumer_lists.model import ConsumerListsModel
 from conq.model.engines.explorer import explore
 from conq.model.engines.registry import load_model
 from conq.model.kernel import CheckedAction, Kind
-from conq.model.packing import memoised_predicate
+from conq.model.engines.packing import memoised_predicate
 
 #: configurations compared on every reachable state: those under this many states (a count)
 SMALL = 12_000
@@ -101,11 +101,44 @@ def test_a_violated_step_check_is_found_through_a_plain_label():
     v = ex.verdict("acquired-at-most-once")
     assert v.status == "violated"
     assert v.path.steps[-1][0][0] == "acquire"
-    plain = [a for sec in m.packed().sections for node in sec.nodes.values() for steps, _ in node[1].values()
-             for a, _o, _k, _v in steps if a[0] == "acquire" and not isinstance(a, CheckedAction)]
+    plain = [a for sec in m.packed().sections for a, _o, _k, _v in sec.recorded_steps()
+             if a[0] == "acquire" and not isinstance(a, CheckedAction)]
     assert plain, "the violating acquire steps are left to the engine"
 
 
 def test_the_reference_configuration_packs_into_few_bits():
     m = load_model("consumer-lists", "reference", {})
     assert m.packed().codec.total_bits <= 80
+
+
+@pytest.mark.parametrize("config", ["small", "acquire-no-cas"])
+def test_fingerprint_mode_and_workers_on_packed_states_agree_with_the_tuple_search(config, monkeypatch):
+    """fpsearch and the workers search integers too (fingerprints by fingerprint64, nothing pickled
+    per state): the same counts, depth, verdicts and counterexample lengths as the tuple search."""
+    import multiprocessing
+
+    def summary(ex):
+        return (ex.states, ex.transitions, ex.depth,
+                [(v.prop.name, v.status, None if v.path is None else len(v.path.steps)) for v in ex.verdicts
+                 if v.prop.kind is not Kind.LEADS_TO])
+
+    want = summary(explore(_unpacked(config, monkeypatch), liveness=False))
+    for kw in (dict(fingerprints=True), dict(workers=2)):
+        m = load_model("consumer-lists", config, {})
+        assert summary(explore(m, liveness=False, **kw)) == want, kw
+        assert m.packed() is not None
+    assert multiprocessing.active_children() == []
+
+
+def test_fingerprint64_is_stable_and_spreads_the_low_bits():
+    from conq.model.engines.packing import fingerprint64
+
+    # fixed values: the same in every process and on every machine (Spark executors, workers)
+    assert fingerprint64(0) == 0xE220A8397B1DCDAF  # SplitMix64's first output from seed 0
+    assert fingerprint64(1) == fingerprint64(1) != fingerprint64(2)
+    xs = range(1 << 12)
+    fps = {fingerprint64(x) for x in xs}
+    assert len(fps) == len(xs)  # a bijection on 64-bit values
+    assert sum(f & 1 for f in fps) in range(1900, 2200)  # about half odd: partitions by % 2 balance
+    wide = [fingerprint64(x << 64 | y) for x in range(64) for y in range(64)]
+    assert len(set(wide)) == len(wide)

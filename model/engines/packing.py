@@ -110,29 +110,50 @@ def _poison_in(x: Any) -> Poison | None:
     return None
 
 
+class _RangeCodes:
+    """The codes of a ``range`` domain (step 1), however large, without a table: an int's offset."""
+
+    __slots__ = ("start", "stop")
+
+    def __init__(self, r: range):
+        self.start, self.stop = r.start, r.stop
+
+    def get(self, v: Any) -> int | None:
+        if type(v) is int and self.start <= v < self.stop:
+            return v - self.start
+        return None
+
+
 class Codec:
     """Flat tuple states <-> integers, from each field's finite domain (a sequence of distinct
-    values; its index is the code).  ``names``: a readable name per field, for errors."""
+    values; its index is the code; a ``range`` is used as it is, however large).  ``names``: a
+    readable name per field, for errors."""
 
     def __init__(self, domains: Sequence[Iterable[Any]], names: Sequence[str] | None = None):
         self.width = len(domains)
-        self.values: list[tuple] = []
-        self.codes: list[dict] = []
+        self.values: list[Sequence] = []
+        self.codes: list[Any] = []
         self.shift: list[int] = []
         self.bits: list[int] = []
         self.fmask: list[int] = []  # the field's bit range, in place
         self.names = list(names) if names is not None else [f"field {i}" for i in range(self.width)]
         at = 0
         for i, dom in enumerate(domains):
-            vals = tuple(dom)
-            codes: dict = {}
-            for k, v in enumerate(vals):
-                if v in codes:
-                    raise PackingError(f"{self.names[i]}: its domain lists {v!r} twice (or values equal to each other)")
-                codes[v] = k
-            if not vals:
+            if isinstance(dom, range) and dom.step == 1:
+                vals: Sequence = dom
+                codes: Any = _RangeCodes(dom)
+                size = dom.stop - dom.start
+            else:
+                vals = tuple(dom)
+                codes = {}
+                for k, v in enumerate(vals):
+                    if v in codes:
+                        raise PackingError(f"{self.names[i]}: its domain lists {v!r} twice (or values equal to each other)")
+                    codes[v] = k
+                size = len(vals)
+            if size <= 0:
                 raise PackingError(f"{self.names[i]}: empty domain")
-            b = max(1, (len(vals) - 1).bit_length())
+            b = max(1, (size - 1).bit_length())
             self.values.append(vals)
             self.codes.append(codes)
             self.shift.append(at)
@@ -149,8 +170,10 @@ class Codec:
     def code(self, i: int, v: Any) -> int:
         c = self.codes[i].get(v)
         if c is None or (type(v) is bool) != (type(self.values[i][c]) is bool):
-            raise PackingError(f"{self.names[i]}: value {v!r} is outside its declared domain "
-                               f"({', '.join(map(repr, self.values[i][:12]))}{', ...' if len(self.values[i]) > 12 else ''})")
+            dom = self.values[i]
+            shown = (f"{dom.start}..{dom.stop - 1}" if isinstance(dom, range) else
+                     ", ".join(map(repr, dom[:12])) + (", ..." if len(dom) > 12 else ""))
+            raise PackingError(f"{self.names[i]}: value {v!r} is outside its declared domain ({shown})")
         return c
 
     def encode(self, state: Sequence[Any]) -> int:
@@ -213,14 +236,12 @@ def memoised_predicate(codec: Codec, f: Callable[[Any], Any], limit: int = MEMO_
             try:
                 r = bool(f(poisoned(s, mask)))
             except FootprintRead as e:
-                mask |= fmask[e.field]
-                memo.clear()
+                mask |= fmask[e.field]  # (the entries of smaller masks stay right: see Section)
                 continue
             except Exception:
                 if mask == full:
                     raise
                 mask = full  # undecidable on a poisoned state: read everything (always right)
-                memo.clear()
                 continue
             break
         if len(memo) >= limit:
@@ -281,7 +302,12 @@ class Section:
 
     ``run(state, out)`` is the model's readable code: it appends ``(action, observation, next)``
     to ``out`` and returns whether one of them is owed (the system must take it: no stuttering).
-    ``root``: fields the section always reads first (the first-level key)."""
+    ``root``: fields the section always reads first.  Per root value, ``masks`` holds the fields
+    the section was found to read (grown when a run reads one more); ``memo`` maps ``state & mask``
+    to ``(steps, owed)``.  An entry stays right when its root's mask grows later: it was recorded
+    reading only the fields of the smaller mask, and a state whose key under the larger mask
+    equals it agrees with the recorded state on those fields (so nothing is ever invalidated, and
+    the keys of different roots differ in the root's bits)."""
 
     def __init__(self, codec: Codec, run: Callable[[tuple, list], Any], root: Iterable[int], checks: StepChecks,
                  name: str = "", limit: int = MEMO_LIMIT):
@@ -291,19 +317,21 @@ class Section:
         self.checks = checks
         self.name = name
         self.limit = limit
-        #: root value -> [mask of the fields read, {state & mask: (steps, owed)}]
-        self.nodes: dict[int, list] = {}
+        self.masks: dict[int, int] = {}
+        self.memo: dict[int, tuple] = {}
         self._steps: dict = {}  # one object per distinct recorded step
         self.runs = 0  # recordings (a miss costs one, plus one per field learnt)
 
-    def miss(self, x: int, r: int) -> tuple:
+    def lookup(self, x: int) -> tuple:
+        """``(steps, owed)`` of packed state ``x`` (what the generated successor function inlines)."""
+        mask = self.masks.get(x & self.root)
+        e = None if mask is None else self.memo.get(x & mask)
+        return e if e is not None else self.miss(x)
+
+    def miss(self, x: int) -> tuple:
         codec = self.codec
-        node = self.nodes.get(r)
-        if node is None:
-            if len(self.nodes) >= self.limit:
-                self.nodes.clear()
-            node = self.nodes[r] = [self.root, {}]
-        known = node[0]
+        r = x & self.root
+        known = self.masks.get(r, self.root)
         s = codec.decode(x)
         while True:
             p = codec.poisoned(s, known)
@@ -323,13 +351,11 @@ class Section:
                 known = codec.full
                 continue
             break
-        if known != node[0]:
-            node[0] = known
-            node[1].clear()
-        elif len(node[1]) >= self.limit:
-            node[1].clear()
+        self.masks[r] = known
+        if len(self.memo) >= self.limit:
+            self.memo.clear()
         e = (steps, owed)
-        node[1][x & known] = e
+        self.memo[x & known] = e
         return e
 
     def _record(self, p: tuple, a: tuple, o: Any, t: tuple) -> tuple:
@@ -353,7 +379,11 @@ class Section:
         return found
 
     def entries(self) -> int:
-        return sum(len(n[1]) for n in self.nodes.values())
+        return len(self.memo)
+
+    def recorded_steps(self) -> list[tuple]:
+        """Every recorded step ``(action, observation, keep, set)`` (tests)."""
+        return [step for steps, _ in self.memo.values() for step in steps]
 
 
 class Packed:
@@ -373,37 +403,66 @@ class Packed:
         self.expand = self._make_expand(list(fair_sections), list(other_sections))
 
     def _make_expand(self, fair: list[Section], other: list[Section]) -> Callable[[int], list]:
-        """The successor function, generated: one straight block per section with its masks and
-        dictionaries bound as constants (a loop over the sections cost about twice as much per
-        state: tuple unpacking and attribute look-ups, measured on the consumer-lists reference)."""
+        """The successor function, generated: one straight block per section (its
+        :meth:`Section.lookup` inlined, its masks and dictionaries bound as constants; a loop over
+        the sections cost about twice as much per state, measured on the consumer-lists reference:
+        tuple unpacking, attribute look-ups and calls).  A root seen for the first time raises
+        KeyError (a zero-cost ``try`` otherwise)."""
         env: dict[str, Any] = {"IDLE": self.idle_step}
-        lines = ["def expand(x):", "    out = []", "    owed = False"]
-        for n, sec in enumerate(fair + other):
-            env[f"R{n}"], env[f"N{n}"], env[f"M{n}"] = sec.root, sec.nodes, sec.miss
+        lines = ["def expand(x):"]
+        secs = fair + other
+        for n, sec in enumerate(secs):
+            env[f"R{n}"], env[f"K{n}"], env[f"D{n}"], env[f"M{n}"] = sec.root, sec.masks, sec.memo, sec.miss
             lines += [
-                f"    r = x & R{n}",
-                f"    node = N{n}.get(r)",
-                f"    if node is None or (e := node[1].get(x & node[0])) is None:",
-                f"        e = M{n}(x, r)",
+                "    try:",
+                f"        e{n} = D{n}.get(x & K{n}[x & R{n}]) or M{n}(x)",
+                "    except KeyError:",
+                f"        e{n} = M{n}(x)",
             ]
-            if n < len(fair):
-                lines.append("    if e[1]: owed = True")
-            lines.append("    out += e[0]")
+        lines.append("    out = [" + ", ".join(f"*e{n}[0]" for n in range(len(secs))) + "]")
         if self.idle_step is not None:
-            lines.append("    if not owed: out.append(IDLE)")
+            owed = " or ".join(f"e{n}[1]" for n in range(len(fair))) or "False"
+            lines.append(f"    if not ({owed}): out.append(IDLE)")
         lines.append("    return out")
-        exec(compile("\n".join(lines), f"<packed expand of {len(fair) + len(other)} sections>", "exec"), env)
+        exec(compile("\n".join(lines), f"<packed expand of {len(secs)} sections>", "exec"), env)
         expand = env["expand"]
         expand.__doc__ = ("The recorded steps ``(action, observation, keep, set)`` of packed state ``x``, in the "
                           "model's successor order: the successor of a step is ``(x & keep) | set``.")
         return expand
 
     def successors(self, x: int) -> list:
-        """``(action, observation, next packed state)`` of ``x`` (tests and slow paths)."""
+        """``(action, observation, next packed state)`` of ``x`` (fingerprint mode, workers, tests)."""
         return [(a, o, (x & k) | v) for a, o, k, v in self.expand(x)]
 
     def stats(self) -> dict[str, Any]:
-        return {sec.name: {"roots": len(sec.nodes), "entries": sec.entries(), "runs": sec.runs} for sec in self.sections}
+        return {sec.name: {"roots": len(sec.masks), "entries": sec.entries(), "runs": sec.runs} for sec in self.sections}
+
+
+_M64 = (1 << 64) - 1
+_GAMMA = 0x9E3779B97F4A7C15
+
+
+def _mix64(h: int) -> int:
+    """SplitMix64's finaliser: a bijection on 64-bit values that spreads every input bit."""
+    h ^= h >> 30
+    h = (h * 0xBF58476D1CE4E5B9) & _M64
+    h ^= h >> 27
+    h = (h * 0x94D049BB133111EB) & _M64
+    return h ^ (h >> 31)
+
+
+def fingerprint64(x: int) -> int:
+    """A stable 64-bit fingerprint of a packed state (arithmetic only: the same in every process,
+    unlike ``hash()``).  A packing of at most 64 bits is mixed by a bijection, so it has no
+    fingerprint collision at all; a wider one (the consumer-lists reference packs into 72 bits) is
+    folded word by word, each word mixed into the next, so structured states do not collide
+    systematically.  The low bits are well spread for partitioning by ``fingerprint % workers``."""
+    h = _mix64((x + _GAMMA) & _M64)  # SplitMix64's step: the golden-ratio increment, then the finaliser
+    x >>= 64
+    while x:
+        h = _mix64(((h ^ x) + _GAMMA) & _M64)
+        x >>= 64
+    return h
 
 
 class DecodedStates:
