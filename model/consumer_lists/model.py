@@ -424,18 +424,24 @@ class ConsumerListsModel(OtherActors, Model):
     def _publisher_steps(self, s, out) -> bool:
         """Publishing threads: ``notifyConsumers`` owed for an entry that became available; True when
         one is owed."""
-        MB = self.MB
         owed = False
         for j in range(self.m):
-            if s[MB + 2 * j + 1]:
-                owed = True
-                l = list(s)
-                l[MB + 2 * j + 1] = 0
-                notified: list[int] = []
-                if l[MB + 2 * j] == AVAILABLE:
-                    self._notify_consumers(l, j, notified)
-                out.append((("notify_consumers", j), tuple(notified), tuple(l)))
+            owed = self._publisher_step(s, j, out) or owed
         return owed
+
+    def _publisher_step(self, s, j, out) -> bool:
+        """The thread that made entry ``j`` available runs ``notifyConsumers`` for it (when it still
+        owes it); True when it does."""
+        MB = self.MB
+        if not s[MB + 2 * j + 1]:
+            return False
+        l = list(s)
+        l[MB + 2 * j + 1] = 0
+        notified: list[int] = []
+        if l[MB + 2 * j] == AVAILABLE:
+            self._notify_consumers(l, j, notified)
+        out.append((("notify_consumers", j), tuple(notified), tuple(l)))
+        return True
 
     def _environment_steps(self, s, c, out) -> None:
         """The environment's steps on consumer ``c``: add it, or (within the budget) remove it, grant

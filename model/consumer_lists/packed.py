@@ -7,7 +7,8 @@ order, each running the model's own readable step code and remembered by the fie
 
 * per consumer ``c``, its IO thread (``_io_steps``), rooted at its program counter and wake bit:
   an idle thread that was not woken reads little else;
-* the publishing threads (``_publisher_steps``), rooted at the owed notifications;
+* per entry ``j``, the publishing thread that owes its ``notifyConsumers`` (``_publisher_step``),
+  rooted at that owed notification;
 * the other actors (``_actor_successors``: housekeeping, reject, groups), rooted at their fields;
 * per consumer ``c``, the environment's steps on it (``_environment_steps``), rooted at its node
   and the environment's budget;
@@ -103,12 +104,16 @@ def packed_view(model) -> Packed:
             return False
         return run
 
+    def publisher(j: int):
+        return lambda s, out: model._publisher_step(s, j, out)
+
     def msg(s, out):
         model._message_steps(s, out)
         return False
 
     fair = [Section(codec, io(c), [c * CF + F_PC, c * CF + F_WAKE], checks, f"io {c}") for c in range(n)]
-    fair.append(Section(codec, model._publisher_steps, pends, checks, "publishers"))
+    # one publishing thread per entry (each reads what its own notifyConsumers reads)
+    fair += [Section(codec, publisher(j), [pends[j]], checks, f"publisher {j}") for j in range(model.m)]
     if END > BUD + 1:
         fair.append(Section(codec, model._actor_successors, range(BUD + 1, END), checks, "other actors"))
     other = [Section(codec, env(c), [c * CF + F_NODE, BUD], checks, f"environment {c}") for c in range(n)]
