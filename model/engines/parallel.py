@@ -11,6 +11,10 @@ process) what it found.  The coordinator decides whether there is another level,
 the end rebuilds the counterexamples and witnesses by asking the owners for parent links
 (``(parent id, successor position)``) and re-running the successors from the initial state.
 
+A model with a packed view (:meth:`Model.packed`, model/engines/packing.py) is searched on its
+integers: a state is its own exact key (no fingerprint, no collision), owned by worker
+:func:`packed_owner`, and only integers cross between processes.
+
 Counts (states, transitions, depth) are those of the one-process search; every path found
 is a shortest one (the search is level-synchronous), though among equally short ones it may
 name another.  Liveness needs the whole graph: it is reported ``skipped``.
@@ -38,20 +42,9 @@ def _worker(w: int, W: int, model: Model, symmetry: bool, conn, inboxes) -> None
     try:
         chk = _Checks(model, symmetry)
         canon = model.canonical if symmetry else None
-        fp = fingerprint
-        successors = model.successors
-        on_step = chk.on_step
         packed = None if symmetry else model.packed()
-        if packed is not None:  # integers, arithmetic fingerprints, memoised checks (as fpsearch)
-            from conq.model.engines.packing import fingerprint64
-
+        if packed is not None:  # integers, memoised checks (as fpsearch); a state is its own key
             chk.use_packed(packed.codec)
-            decode = packed.codec.decode
-            fp, successors = fingerprint64, packed.successors
-            on_step_states = chk.on_step
-
-            def on_step(x, a, o, y, where) -> None:  # noqa: F811 - the packed variant
-                on_step_states(decode(x), a, o, decode(y), where)
         seen: set[int] = set()
         sent: set[int] = set()
         parent = array("q")  # global id of the parent (local * W + owner), -1 for initial states
@@ -88,27 +81,11 @@ def _worker(w: int, W: int, model: Model, symmetry: bool, conn, inboxes) -> None
             elif msg[0] == "level":
                 level = msg[1]
                 current, frontier[:] = list(frontier), []
-                out: list[list] = [[] for _ in range(W)]
+                if packed is None:
+                    out, transitions = _expand_level(current, w, W, model, chk, canon, seen, sent)
+                else:
+                    out, transitions = _expand_level_packed(current, w, W, packed, chk, seen, sent)
                 mine = out[w]
-                transitions = 0
-                skip = chk.skip
-                for s, gid in current:
-                    succ = successors(s)
-                    transitions += len(succ)
-                    k = -1
-                    for a, o, t in succ:
-                        k += 1
-                        key = canon(t) if canon else t
-                        f = fp(key)
-                        owner = f % W
-                        if owner == w:
-                            if f not in seen:
-                                mine.append((f, key, gid, k))
-                        elif f not in sent:
-                            sent.add(f)
-                            out[owner].append((f, key, gid, k))
-                        if a.__class__ not in skip:  # as in the explorer: _Checks.on_step
-                            on_step(s, a, o, t, (gid, k))
                 for other in range(W):
                     if other != w:
                         inboxes[other].put((level, w, out[other]))
@@ -129,6 +106,75 @@ def _worker(w: int, W: int, model: Model, symmetry: bool, conn, inboxes) -> None
             conn.send(("error", traceback.format_exc()))
         except Exception:  # noqa: BLE001
             pass
+
+
+def _expand_level(current: list, w: int, W: int, model: Model, chk: Any, canon, seen: set, sent: set) -> tuple[list, int]:
+    """Expand this worker's states of one level: per owner, the successors ``(fingerprint, state,
+    parent id, position)`` it owns (this worker's own: not yet seen here; another's: each sent once)."""
+    successors = model.successors
+    fp = fingerprint
+    on_step, skip = chk.on_step, chk.skip
+    out: list[list] = [[] for _ in range(W)]
+    mine = out[w]
+    transitions = 0
+    for s, gid in current:
+        succ = successors(s)
+        transitions += len(succ)
+        k = -1
+        for a, o, t in succ:
+            k += 1
+            key = canon(t) if canon else t
+            f = fp(key)
+            owner = f % W
+            if owner == w:
+                if f not in seen:
+                    mine.append((f, key, gid, k))
+            elif f not in sent:
+                sent.add(f)
+                out[owner].append((f, key, gid, k))
+            if a.__class__ not in skip:  # as in the explorer: _Checks.on_step
+                on_step(s, a, o, t, (gid, k))
+    return out, transitions
+
+
+#: Fibonacci hashing's multiplier: ``packed_owner``'s top bits mix every bit of the state
+_FIB = 0x9E3779B97F4A7C15
+
+
+def packed_owner(x: int, W: int) -> int:
+    """The worker owning packed state ``x``: the same in every process (``hash`` of an int is not
+    salted), its low bits well mixed.  (Inlined in :func:`_expand_level_packed`.)"""
+    return ((hash(x) * _FIB) >> 64) % W
+
+
+def _expand_level_packed(current: list, w: int, W: int, packed: Any, chk: Any, seen: set, sent: set) -> tuple[list, int]:
+    """:func:`_expand_level` on packed states (model/engines/packing.py): a successor is two integer
+    operations on the recorded steps, the state is its own exact key (no fingerprint), and a step the
+    model's recording did not decide is checked on the decoded states."""
+    expand = packed.expand
+    decode = packed.codec.decode
+    on_step, skip = chk.on_step, chk.skip
+    out: list[list] = [[] for _ in range(W)]
+    mine = out[w]
+    transitions = 0
+    fib = _FIB
+    for x, gid in current:
+        steps = expand(x)
+        transitions += len(steps)
+        k = -1
+        for a, o, keep, put in steps:
+            k += 1
+            y = (x & keep) | put
+            owner = ((hash(y) * fib) >> 64) % W
+            if owner == w:
+                if y not in seen:
+                    mine.append((y, y, gid, k))
+            elif y not in sent:
+                sent.add(y)
+                out[owner].append((y, y, gid, k))
+            if a.__class__ not in skip:
+                on_step(decode(x), a, o, decode(y), (gid, k))
+    return out, transitions
 
 
 def explore_parallel(model: Model, W: int, max_states, symmetry: bool, progress, box: list, watch) -> Any:
@@ -180,13 +226,13 @@ def explore_parallel(model: Model, W: int, max_states, symmetry: bool, progress,
         canon = model.canonical if symmetry else None
         init_items: list[list] = [[] for _ in range(W)]
         packed = None if symmetry else model.packed()
-        if packed is not None:
-            from conq.model.engines.packing import fingerprint64
-        fp = fingerprint if packed is None else fingerprint64
         for pos, s in enumerate(model.init_states() if packed is None else packed.inits):
             key = canon(s) if canon else s
-            f = fp(key)
-            init_items[f % W].append((f, key, -1, pos))
+            if packed is None:
+                f = fingerprint(key)
+                init_items[f % W].append((f, key, -1, pos))
+            else:
+                init_items[packed_owner(key, W)].append((key, key, -1, pos))
         for w, c in enumerate(conns):
             c.send(("init", init_items[w]))
         replies = []
