@@ -297,6 +297,10 @@ class StepChecks:
         return CheckedAction.subclass(frozenset(maybe))(a)
 
 
+class Deferred(Exception):
+    """A miss another process will record (:attr:`Section.defer`); the state is expanded later."""
+
+
 class Section:
     """One part of a packed model's successor function, memoised on the fields it reads.
 
@@ -321,6 +325,11 @@ class Section:
         self.memo: dict[int, tuple] = {}
         self._steps: dict = {}  # one object per distinct recorded step
         self.runs = 0  # recordings (a miss costs one, plus one per field learnt)
+        #: explorer workers (engines/parallel.py) share recordings: ``defer(section, x, mask)`` may
+        #: say that another process records this miss (:class:`Deferred` is raised), and every
+        #: entry recorded here is also appended to ``journal`` (``(root, mask, key, entry)``)
+        self.defer: Callable[[Section, int, int], bool] | None = None
+        self.journal: list | None = None
 
     def lookup(self, x: int) -> tuple:
         """``(steps, owed)`` of packed state ``x`` (what the generated successor function inlines)."""
@@ -328,10 +337,13 @@ class Section:
         e = None if mask is None else self.memo.get(x & mask)
         return e if e is not None else self.miss(x)
 
-    def miss(self, x: int) -> tuple:
+    def miss(self, x: int, start: int = 0) -> tuple:
+        """Record the section on packed state ``x`` (knowing at least the fields of ``start``)."""
         codec = self.codec
         r = x & self.root
-        known = self.masks.get(r, self.root)
+        known = self.masks.get(r, self.root) | start
+        if self.defer is not None and self.defer(self, x, known):
+            raise Deferred
         s = codec.decode(x)
         while True:
             p = codec.poisoned(s, known)
@@ -356,7 +368,38 @@ class Section:
             self.memo.clear()
         e = (steps, owed)
         self.memo[x & known] = e
+        if self.journal is not None:
+            self.journal.append((r, known, x & known, e))
         return e
+
+    def export(self, items: list) -> list:
+        """Journal items in a form another process can take (:meth:`install`): a label's
+        CheckedAction class travels as its ``maybe`` set (a CheckedAction pickles as a plain tuple)."""
+        def portable(a: tuple) -> tuple:
+            return (tuple(a), a.__class__.maybe if isinstance(a, CheckedAction) else None)
+
+        return [(r, mask, key, tuple((*portable(a), o, k, v) for a, o, k, v in steps), owed)
+                for r, mask, key, (steps, owed) in items]
+
+    def install(self, items: list) -> None:
+        """Take entries another process recorded (:meth:`export`).  The root's mask becomes the
+        union of its own and the entry's: a look-up must read at least every field any stored entry
+        of that root was recorded with (see the class's note on masks)."""
+        for r, mask, key, steps, owed in items:
+            self.masks[r] = self.masks.get(r, mask) | mask
+            if key in self.memo:
+                continue
+            rebuilt = []
+            for a, maybe, o, k, v in steps:
+                label = a if maybe is None else CheckedAction.subclass(maybe)(a)
+                sk = (label.__class__, repr(label), repr(o), k, v)
+                found = self._steps.get(sk)
+                if found is None:
+                    found = self._steps[sk] = (label, o, k, v)
+                rebuilt.append(found)
+            if len(self.memo) >= self.limit:
+                self.memo.clear()
+            self.memo[key] = (tuple(rebuilt), owed)
 
     def _record(self, p: tuple, a: tuple, o: Any, t: tuple) -> tuple:
         pois = _poison_in(a) or _poison_in(o)

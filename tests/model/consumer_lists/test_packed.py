@@ -142,3 +142,17 @@ def test_fingerprint64_is_stable_and_spreads_the_low_bits():
     assert sum(f & 1 for f in fps) in range(1900, 2200)  # about half odd: partitions by % 2 balance
     wide = [fingerprint64(x << 64 | y) for x in range(64) for y in range(64)]
     assert len(set(wide)) == len(wide)
+
+
+def test_two_workers_share_what_the_sections_record():
+    """A miss is recorded by one worker and sent to the other (engines/parallel.py): the two
+    workers together record about what one process records, not twice as much."""
+    one = load_model("consumer-lists", "same-priority", {})
+    explore(one, liveness=False)
+    alone = sum(sec.runs for sec in one.packed().sections)
+    ex = explore(load_model("consumer-lists", "same-priority", {}), liveness=False, workers=2)
+    assert ex.complete and ex.states == 8659
+    split = ex.worker_recordings
+    assert all(r > 0 for r in split), split
+    assert sum(split) < 1.25 * alone, (split, alone)
+    assert max(split) < 0.75 * alone, (split, alone)
