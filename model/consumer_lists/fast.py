@@ -49,7 +49,7 @@ import os
 from operator import itemgetter
 from typing import Any, Callable
 
-from conq.model.kernel import CheckedAction, Kind
+from conq.model.engines.packing import FootprintRead, Poison, StepChecks, _poison_in
 
 from .state import CF, F_CREDIT, F_FLAG, F_PC, F_SEEN, F_SUSP, F_WAKE
 
@@ -63,49 +63,15 @@ class FootprintError(RuntimeError):
     footprints, never in the model)."""
 
 
-def _poisoned(*_args: Any) -> Any:
-    raise FootprintError("a consumer-lists step section read a state field outside its footprint (fast.py)")
+#: the poison of field i (engines/packing.py: any use but copying it, or comparing it with itself,
+#: raises FootprintRead; one object per field, so a field the step did not write equals itself,
+#: which is what every real state with this footprint says of it, ``s[i] == t[i]``)
+_POISONS: list[Poison] = []
 
 
-class _Poison:
-    """Stands for one field a section must not read: any use but copying it, or comparing it with
-    itself, raises.  One object per field: a poisoned field equals only itself, which is what every
-    real state with this footprint says of a field the step did not write (``s[i] == t[i]``), and
-    never another poisoned field."""
-
-    __slots__ = ("field",)
-
-    def __init__(self, field: int) -> None:
-        self.field = field
-
-    def __eq__(self, other: Any) -> bool:
-        if other is self:
-            return True
-        return _poisoned()
-
-    def __ne__(self, other: Any) -> bool:
-        if other is self:
-            return False
-        return _poisoned()
-
-    def __repr__(self) -> str:
-        return f"<field {self.field} outside the footprint>"
-
-
-for _name in (
-    "lt le gt ge bool index int float hash contains len iter getitem "
-    "add radd sub rsub mul rmul floordiv rfloordiv mod rmod neg pos invert "
-    "and rand or ror xor rxor lshift rlshift rshift rrshift iadd isub iand ior ixor"
-).split():
-    setattr(_Poison, f"__{_name}__", _poisoned)
-
-#: the poison of field i (states are a few dozen fields wide)
-_POISONS: list[_Poison] = []
-
-
-def _poison(i: int) -> _Poison:
+def _poison(i: int) -> Poison:
     while len(_POISONS) <= i:
-        _POISONS.append(_Poison(len(_POISONS)))
+        _POISONS.append(Poison(len(_POISONS)))
     return _POISONS[i]
 
 
@@ -114,23 +80,28 @@ def enabled() -> bool:
     return os.environ.get("CONQ_CL_FAST", "1") != "0"
 
 
-def _record(run: Callable[[tuple, list], Any], s: tuple, outside: list[int], step_props: list) -> tuple[list, Any]:
+def _record(run: Callable[[tuple, list], Any], s: tuple, outside: list[int], checks: StepChecks) -> tuple[list, Any]:
     """Run the readable section ``run`` on ``s`` with every field in ``outside`` poisoned; return its
     steps as ``(action, observation, writes)`` and what ``run`` returned.  A step whose applicable
     step properties' checks are decided by the footprint alone, and hold, gets its action as a
-    :class:`~conq.model.kernel.CheckedAction` (``_checked``)."""
+    :class:`~conq.model.kernel.CheckedAction` (``checks``: engines/packing.py StepChecks, which
+    leaves a step that reads a poisoned field to the engine)."""
     p = list(s)
     for i in outside:
         p[i] = _poison(i)
     p = tuple(p)
     out: list = []
-    result = run(p, out)
+    try:
+        result = run(p, out)
+    except FootprintRead as e:
+        raise FootprintError(f"a consumer-lists step section read field {e.field}, outside its footprint "
+                             "(fast.py)") from None
     steps = []
     for a, o, t in out:
         writes = tuple((i, v) for i, v in enumerate(t) if v is not p[i])
-        if any(type(v) is _Poison for _, v in writes) or _holds_poison(a) or _holds_poison(o):
+        if any(type(v) is Poison for _, v in writes) or _poison_in(a) is not None or _poison_in(o) is not None:
             raise FootprintError(f"step {a!r} copied a field outside its footprint (fast.py)")
-        steps.append(_shared((_checked(step_props, p, a, o, t), o, writes)))
+        steps.append(_shared((checks.label(p, a, o, t), o, writes)))
     return steps, result
 
 
@@ -152,49 +123,17 @@ def _shared(step: tuple) -> tuple:
     return found
 
 
-def _checked(step_props: list, p: tuple, a: tuple, o: Any, t: tuple) -> tuple:
-    """``a``, or ``a`` as a CheckedAction when every check of a step property that applies to it is
-    decided on the poisoned transition ``p -> t`` and holds: it then holds on every transition with
-    the same footprint and writes (a check that reads a poisoned field raises, and the step is left
-    to the engine).  The witnesses that fire here or cannot be decided here are named in the
-    action's class (``CheckedAction.subclass``): an engine still evaluates the step while one of
-    them is not yet witnessed."""
-    name = a[0]
-    maybe = []
-    for prop in step_props:
-        if not prop.applies_to(name):
-            continue
-        try:
-            if not bool(prop.check(p, a, o, t)):
-                return a
-        except Exception:  # FootprintError, or any error a poisoned field caused: not decided here
-            return a
-        try:
-            fired = bool(prop.witness(p, a, o, t))
-        except Exception:
-            fired = True
-        if fired:
-            maybe.append(prop.name)
-    return CheckedAction.subclass(frozenset(maybe))(a)
-
-
-def _holds_poison(x: Any) -> bool:
-    if type(x) is _Poison:
-        return True
-    return isinstance(x, tuple) and any(_holds_poison(y) for y in x)
-
-
 def _memo(footprint: list[int], width: int, run: Callable[[tuple, list], Any], entry: Callable[[list, Any], tuple],
-          step_props: Callable[[], list] = list):
+          checks: Callable[[], StepChecks] = lambda: StepChecks(())):
     """(key function, memo, miss function) of one section: ``miss(s, key)`` records the section on
-    ``s`` and stores ``entry(steps, what run returned)`` under ``key``; ``step_props()``: the step
-    properties to decide per step (``_checked``)."""
+    ``s`` and stores ``entry(steps, what run returned)`` under ``key``; ``checks()``: what decides
+    the step properties per step."""
     keep = set(footprint)
     outside = [i for i in range(width) if i not in keep]
     memo: dict = {}
 
     def miss(s: tuple, key: Any) -> tuple:
-        e = entry(*_record(run, s, outside, step_props()))
+        e = entry(*_record(run, s, outside, checks()))
         if len(memo) >= MEMO_LIMIT:
             memo.clear()
         memo[key] = e
@@ -217,14 +156,15 @@ def fast_successors(model) -> Callable[[tuple], list]:
     )
     pends = set(range(MB + 1, LB, 2))
     pcs = {c * CF + F_PC for c in range(n)}
-    props_box: list = []
+    checks_box: list = []
 
-    def step_props() -> list:
+    def step_checks() -> StepChecks:
         # the model's own step properties, the functions the engines evaluate (built once, lazily:
-        # the model is not finished when this function is made)
-        if not props_box:
-            props_box.append([p for p in model.property_list() if p.kind is Kind.ALWAYS_STEP])
-        return props_box[0]
+        # the model is not finished when this function is made); a check that reads a poisoned
+        # field leaves the step to the engine (grow=False: the footprints here are fixed)
+        if not checks_box:
+            checks_box.append(StepChecks(model.property_list(), grow=False))
+        return checks_box[0]
 
     def consumer_run(c: int) -> Callable[[tuple, list], tuple]:
         def run(s: tuple, out: list) -> tuple:
@@ -239,11 +179,11 @@ def fast_successors(model) -> Callable[[tuple], list]:
     for c in range(n):
         b = c * CF
         own = {b + F_PC, b + F_WAKE, b + F_CREDIT, b + F_SUSP, BUD}
-        cons.append(_memo(sorted(queue | own), END, consumer_run(c), _io_and_environment, step_props))
+        cons.append(_memo(sorted(queue | own), END, consumer_run(c), _io_and_environment, step_checks))
     pub_key, pub_memo, pub_miss = _memo(sorted(queue | pends), END, model._publisher_steps, _steps_owed,
-                                        step_props)
+                                        step_checks)
     msg_key, msg_memo, msg_miss = _memo(sorted(set(range(MB, LB, 2)) | pcs | {BUD} | actors), END,
-                                        model._message_steps, _steps_owed, step_props)
+                                        model._message_steps, _steps_owed, step_checks)
     has_actors = END > BUD + 1
     actor_steps = model._actor_successors
     idle = ("idle",)

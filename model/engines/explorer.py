@@ -244,8 +244,7 @@ def _explore(model: Model, max_states, symmetry, liveness, keep_edges, progress,
     labels: list[tuple] = []
     edges = array("l")
     # step events: (src idx, successor position, dst idx)
-    violated, witnessed = chk.violated, chk.witnessed
-    violated_step = chk.violated_step
+    witnessed = chk.witnessed
 
     successors = model.successors
     depth_marks = [0, 0]  # BFS level boundaries
@@ -337,19 +336,33 @@ def _explore(model: Model, max_states, symmetry, liveness, keep_edges, progress,
     except GuardInterrupt:
         interrupted = watch.delivered = True
         watch.disarm()
-    if watch is not None and watch.stop_reason and not finished:
+    ex, t1 = _wrap_up(model, chk, states, states, parent, via, edges, labels, depth_marks, complete, stop_reason,
+                      transitions, interrupted and not finished, watch, t0, symmetry)
+    _liveness(ex, live, check_live, witnessed, watch, t1)
+    return ex
+
+
+
+
+def _wrap_up(model: Model, chk: _Checks, states, state_list, parent, via, edges, labels, depth_marks: list,
+             complete: bool, stop_reason: str, transitions: int, interrupted: bool, watch: _Watch | None,
+             t0: float, symmetry: bool) -> tuple[Exploration, float]:
+    """The Exploration of a finished (or stopped) whole-state search: what an interrupt left
+    consistent, the safety verdicts with their shortest paths, the search time.  ``states`` is what
+    the search stored, ``state_list`` how the Exploration shows it (the same list, or a decoding
+    view of packed states)."""
+    if interrupted:  # (only a limit of the watch interrupts a search)
         complete = False
-        stop_reason = watch.stop_reason
-    if interrupted and not finished:
+        stop_reason = watch.stop_reason if watch is not None and watch.stop_reason else stop_reason
         # The interrupt may have landed anywhere in the loop: keep what is consistent.
         n = min(len(states), len(parent), len(via))
         del states[n:]
         del parent[n:]
         del via[n:]
-        for d in (violated, witnessed):
+        for d in (chk.violated, chk.witnessed):
             for name in [k for k, idx in d.items() if idx >= n]:
                 del d[name]
-        for d in (violated_step, chk.witnessed_step):
+        for d in (chk.violated_step, chk.witnessed_step):
             for name in [k for k, (src, _k, dst) in d.items() if src >= n or dst >= n]:
                 del d[name]
         del edges[len(edges) - len(edges) % 3:]
@@ -369,11 +382,11 @@ def _explore(model: Model, max_states, symmetry, liveness, keep_edges, progress,
         return chain[::-1]
 
     def state_path(idx: int, goal=None) -> Path:
-        return _path_of_chain(model, states, path_to(idx), via, symmetry, goal=goal)
+        return _path_of_chain(model, state_list, path_to(idx), via, symmetry, goal=goal)
 
     def step_path(where: tuple[int, int, int]) -> Path:
         src, k, _dst = where
-        return _path_of_chain(model, states, path_to(src), via, symmetry, last=k)
+        return _path_of_chain(model, state_list, path_to(src), via, symmetry, last=k)
 
     verdicts = chk.verdicts(complete, stop_reason, state_path, step_path)
     ex = Exploration(
@@ -385,7 +398,7 @@ def _explore(model: Model, max_states, symmetry, liveness, keep_edges, progress,
         analysis_seconds=0.0,
         complete=complete,
         verdicts=verdicts,
-        state_list=states,
+        state_list=state_list,
         edges=edges,
         labels=labels,
         stop_reason=stop_reason,
@@ -393,10 +406,7 @@ def _explore(model: Model, max_states, symmetry, liveness, keep_edges, progress,
         via=via,
         symmetry=symmetry,
     )
-    _liveness(ex, live, check_live, witnessed, watch, t1)
-    return ex
-
-
+    return ex, t1
 
 
 def _liveness(ex: Exploration, live: list, check_live: bool, witnessed: dict, watch: _Watch | None, t1: float) -> None:
@@ -466,8 +476,7 @@ def _explore_packed(model: Model, packed, max_states, liveness, keep_edges, prog
     label_ids: dict[tuple, int] = {}
     labels: list[tuple] = []
     edges = array("l")
-    violated, witnessed = chk.violated, chk.witnessed
-    violated_step = chk.violated_step
+    witnessed = chk.witnessed
     expand = packed.expand
     depth_marks = [0, 0]
     complete = True
@@ -555,62 +564,8 @@ def _explore_packed(model: Model, packed, max_states, liveness, keep_edges, prog
     except GuardInterrupt:
         interrupted = watch.delivered = True
         watch.disarm()
-    if watch is not None and watch.stop_reason and not finished:
-        complete = False
-        stop_reason = watch.stop_reason
-    if interrupted and not finished:
-        n = min(len(states), len(parent), len(via))
-        del states[n:]
-        del parent[n:]
-        del via[n:]
-        for d in (violated, witnessed):
-            for name in [k for k, idx in d.items() if idx >= n]:
-                del d[name]
-        for d in (violated_step, chk.witnessed_step):
-            for name in [k for k, (src, _k, dst) in d.items() if src >= n or dst >= n]:
-                del d[name]
-        del edges[len(edges) - len(edges) % 3:]
-        while edges and (edges[-3] >= n or edges[-2] >= n):
-            del edges[-3:]
-        depth_marks = [m for m in depth_marks if m <= n] or [0]
-        while len(depth_marks) < 2:
-            depth_marks.append(n)
     del index
-    depth = len(depth_marks) - 2
-    t1 = time.perf_counter()
-    state_list = DecodedStates(codec, states)
-
-    def path_to(idx: int) -> list[int]:
-        chain = []
-        while idx != -1:
-            chain.append(idx)
-            idx = parent[idx]
-        return chain[::-1]
-
-    def state_path(idx: int, goal=None) -> Path:
-        return _path_of_chain(model, state_list, path_to(idx), via, False, goal=goal)
-
-    def step_path(where: tuple[int, int, int]) -> Path:
-        src, k, _dst = where
-        return _path_of_chain(model, state_list, path_to(src), via, False, last=k)
-
-    verdicts = chk.verdicts(complete, stop_reason, state_path, step_path)
-    ex = Exploration(
-        model=model,
-        states=len(states),
-        transitions=transitions,
-        depth=depth,
-        search_seconds=t1 - t0,
-        analysis_seconds=0.0,
-        complete=complete,
-        verdicts=verdicts,
-        state_list=state_list,
-        edges=edges,
-        labels=labels,
-        stop_reason=stop_reason,
-        parent=parent,
-        via=via,
-        symmetry=False,
-    )
+    ex, t1 = _wrap_up(model, chk, states, DecodedStates(codec, states), parent, via, edges, labels, depth_marks,
+                      complete, stop_reason, transitions, interrupted and not finished, watch, t0, False)
     _liveness(ex, live, check_live, witnessed, watch, t1)
     return ex
