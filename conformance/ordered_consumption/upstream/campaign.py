@@ -97,6 +97,7 @@ def _aggregate_one(ws: list, records: list[dict]) -> dict:
         "runs": len(records), "incomplete": [label(r) for r in records if not r["end"].split("+")[0] in _ENDED],
         "validation_units": dict(Counter(f"{u}: {x['status']}" for r in records
                                          for u, x in ((r["validation"] or {}).get("units") or {}).items())),
+        "shared_groups": _shared_groups(records),
         "rpc_total": sum(rpcs.values()), "rpcs": dict(sorted(rpcs.items())),
         "faults_total": sum(faults.values()), "faults": dict(sorted(faults.items())),
         "listener_calls": sum(r["listener_calls"] for r in records),
@@ -109,6 +110,28 @@ def _aggregate_one(ws: list, records: list[dict]) -> dict:
         "coverage_by_config": coverage_by_config(records),
         "notes": notes, "per_seed": [{k: v for k, v in r.items() if k not in ("coverage", "coverages")} for r in records],
     }
+
+
+def _shared_groups(records: list[dict]) -> dict:
+    """The units of groups shared by several push consumers (issue 19, PF2 and the exclusive groups):
+    how many, their statuses, and what they exercised of the coupling (observed.group_log's counts:
+    deliveries to another consumer than the unit's previous one, deliveries of a copy to another
+    consumer than its previous delivery -- the cross-consumer redelivery path -- and the process
+    queues dropped or created by reassignment)."""
+    out: dict = {"units": 0, "status": Counter(), "handoffs": 0, "cross_redeliveries": 0,
+                 "units_with_cross_redelivery": 0, "reassignments": 0}
+    for r in records:
+        for u in ((r["validation"] or {}).get("units") or {}).values():
+            if (u.get("overrides") or {}).get("consumers", 1) < 2:
+                continue
+            out["units"] += 1
+            out["status"][u["status"]] += 1
+            out["handoffs"] += u.get("handoffs", 0)
+            out["cross_redeliveries"] += u.get("cross_redeliveries", 0)
+            out["units_with_cross_redelivery"] += bool(u.get("cross_redeliveries"))
+            out["reassignments"] += u.get("reassignments", 0)
+    out["status"] = dict(sorted(out["status"].items()))
+    return out
 
 
 #: how a run ends with a verdict (else it hit its safety cap or failed: ``incomplete``)
@@ -165,6 +188,14 @@ def _markdown(rep: dict) -> str:
                   f"{s['detail']}", ""]
     lines += _coverage_lines(rep.get("coverage"))
     lines += _by_config_lines(rep.get("coverage_by_config") or [], rep.get("validation_units") or {})
+    sg = rep.get("shared_groups") or {}
+    if sg.get("units"):
+        lines += ["## Groups of several consumers", "",
+                  f"{sg['units']} units of groups shared by several push consumers ({sg['status']}): "
+                  f"{sg['handoffs']} deliveries to another consumer than the unit's previous one, "
+                  f"{sg['cross_redeliveries']} redeliveries of a copy to another consumer than its previous delivery "
+                  f"(in {sg['units_with_cross_redelivery']} units), {sg['reassignments']} process queues dropped or "
+                  "created by reassignment.", ""]
     if rep["notes"]:
         lines += ["## Notes", ""] + [f"- {n}" for n in rep["notes"]]
     return "\n".join(lines) + "\n"

@@ -311,16 +311,51 @@ def _first_accepting_variant(path: str | Path, lines: list[dict], base_config: d
 # ``["receive_answer", c * queues + q, ...]``, ``["listener_returns", c * copies + m, ...]``,
 # ``["ack_answer", c * copies + m, ...]``; observations name the copies themselves.  c is the
 # consumer's place among the group's push consumers in the workload, matched to the wire's client id
-# by its ``startup`` event (``_consumer_index``).  Mapped under the broker's *shared* assignment only (every
-# client every queue, as the model's group starts; the workloads' groups are shared): under exclusive
-# assignment which client holds which queue depends on the broker's order of client ids and on when
-# each client asks.
+# by its ``startup`` event (``_consumer_index``).
 #
-# Not validated (``why`` names the reason): a shared group under exclusive assignment, or whose
-# consumers differ in topic or cache limits (one configuration field for all); a simple consumer
-# group shared with other consumers (a group with one simple consumer has its own mapping: "the simple
-# consumer (SC)" below); a unit with more than ``MAX_GROUP_MESSAGES`` copies (the model's states grow
-# with them); a settle naming no copy (neither handle nor message id).
+# Reassignment, and groups under exclusive assignment (issue 19).  Which client holds which queue is
+# what the broker answers each client's QueryAssignment (broker.py ``query_assignment``: "shared"
+# every readable queue; "exclusive" the queues k with k mod n = i for the client at place i of the
+# group's live client ids in sorted order, as upstream apache/rocketmq
+# ``QueryAssignmentProcessor.doLoadBalance`` sorts ``cidAll`` -- the ids ``ConsumerManager`` holds
+# from heartbeats -- and allocates over it; a client joins on its settings / heartbeat and leaves on
+# NotifyClientTermination, ``unregister``, so every later query is answered over the new membership),
+# and the client follows its *answers* (push_consumer.py ``__update_topic_assignment``: a queue no
+# longer assigned has its process queue dropped, ``__drop_message_queues``; an assigned queue
+# without one gets a new one, ``__process_message_queues``).  So:
+#
+# * c, the model's consumer, is the client's place among the group's consumers' client ids in
+#   sorted order under exclusive assignment (the broker's order: with every consumer live the
+#   broker's split is exactly the model's initial one, queue q to consumer q mod consumers,
+#   ``exclusive_assignment``), and the place of its consumer in the workload under shared assignment
+#   (the consumers are interchangeable there);
+# * each client's process queues start as the model's consumer c's (shared: every queue; exclusive:
+#   q mod consumers = c), and every OK assignment answer that differs from what the client holds is
+#   ``["drop_process_queue", c * queues + q]`` / ``["create_process_queue", c * queues + q]`` for
+#   the queues of the unit (a queue without a copy of the unit has no process queue in the model),
+#   placed as for a model-sized run (module docstring, "Reassignment"): a create at the answer, a
+#   drop at the answer or after the last logged receive of that client and queue that came later
+#   (it was in flight when the client handled the answer);
+# * a consumer leaving mid-run (the worker's ``leave`` event, just before its ``shutdown()``:
+#   push_consumer.py ``_pre_shutdown`` drops every process queue before the client sends
+#   NotifyClientTermination) drops every process queue it holds, placed the same way; a consumer
+#   joining mid-run is a consumer of the model from the start that makes no step until it is
+#   answered (the model never forces a receive);
+# * an expiry the runner causes (``{"event": "server", "call": "expire"}``) is ``["expire", m]``
+#   at that point, m the copy (by its core id); other expiries stay hidden;
+# * when the unit's log has a drop or create, the configuration gets ``rebalance`` (and
+#   ``exclusive_assignment`` under exclusive assignment with several consumers) and the two actions
+#   are no longer hidden (each is logged where it happens); with none, the fields are as before.
+#
+# The client's other drop, its watchdog (``__drop_expired_message_queue``: a process queue idle for
+# three times long polling plus the request timeout, dropped and rebuilt at once), is not on the
+# wire and not mapped: with the face's 1 s long polling and 3 s timeout it needs 12 s without a
+# receive on a queue, which none of the workloads' runs has (the receive loop never stops while
+# the cache is below its thresholds).  Python's drop discards nothing: every received message was
+# handed to consumption already (``__handle_received_message`` -> ``execute_consume``), while the
+# model's drop discards a copy still cached; the model's dispatch is hidden and may come first, so
+# this is a choice of the witness, not a divergence.
+#
 # Validation is bounded by ``max_states`` (states per closure): a bound that cut the search is
 # ``incomplete``, never ``accepted``.
 
@@ -358,12 +393,6 @@ def group_units(w: Any) -> list[tuple[str, str, str | None, str | None]]:
                    else "the group's push consumers subscribe to different topics: the model has one topic")
             out.append((group, group, None, why))
             continue
-        if len(consumers) > 1 and w.group(group).assignment != "shared":
-            # the model's exclusive assignment gives queue q to client q mod consumers; which client that
-            # is depends on the broker's order of the client ids and on when each client asks (not mapped)
-            out.append((group, group, None, f"{len(consumers)} push consumers share the group under "
-                        f"{w.group(group).assignment!r} assignment: only shared assignment is mapped"))
-            continue
         if len({(c.get("max_cache_count", 1024), c.get("max_cache_bytes", 64 * 1024 * 1024)) for c in consumers}) != 1:
             out.append((group, group, None, "the group's push consumers have different cache limits: the model's "
                         "are one configuration field for all"))
@@ -379,17 +408,26 @@ def group_units(w: Any) -> list[tuple[str, str, str | None, str | None]]:
 
 def _consumer_index(w: Any, events: list[dict], group: str) -> tuple[dict, dict] | None:
     """Several push consumers in one group (PF2, comment above): (client id -> the model's consumer
-    index, consumer name -> index), the index being the consumer's place among the group's push
-    consumers in the workload, the client id its ``startup`` event names; a client id without one
-    takes the first free index in order of appearance.  None when more client ids than consumers
-    speak for the group.  The model's consumers are interchangeable under shared assignment (each holds
-    every queue from the start), so any one-to-one naming is as good as another."""
+    index, consumer name -> index).  Under shared assignment the index is the consumer's place among
+    the group's push consumers in the workload (the model's consumers are interchangeable there: each
+    holds every queue from the start); under exclusive assignment it is the place of the consumer's
+    client id among the group's consumers' client ids in sorted order, the broker's order (comment
+    above, "Reassignment"), so that the model's initial split is the broker's with every consumer
+    live.  The client id is the one its ``startup`` event names; a client id without one takes the
+    first free index in order of appearance.  None when more client ids than consumers speak for
+    the group."""
     names = [c["name"] for c in w.push if c["group"] == group]
-    by_name = {n: i for i, n in enumerate(names)}
-    by_cid: dict = {}
+    started: dict = {}  # consumer name -> client id
     for e in events:
-        if e.get("event") == "api" and e.get("call") == "startup" and e.get("client") in by_name and e.get("client_id"):
-            by_cid[e["client_id"]] = by_name[e["client"]]
+        if e.get("event") == "api" and e.get("call") == "startup" and e.get("client") in names and e.get("client_id"):
+            started[e["client"]] = e["client_id"]
+    if w.group(group).assignment == "exclusive":
+        # the started consumers in the order of their client ids, then the others in workload order
+        order = sorted(started, key=lambda n: started[n]) + [n for n in names if n not in started]
+        by_name = {n: i for i, n in enumerate(order)}
+    else:
+        by_name = {n: i for i, n in enumerate(names)}
+    by_cid: dict = {cid: by_name[n] for n, cid in started.items()}
     for e in events:
         if e.get("kind") == "rpc" and e["request"].get("group") == group and e.get("client_id") not in by_cid:
             free = [i for i in range(len(names)) if i not in by_cid.values()]
@@ -446,7 +484,7 @@ def group_log(w: Any, events: list[dict], group: str, message_group: str | None 
               "server_batch": 32, "max_attempts": g.max_attempts, "expiry_while_held": not w.renew,
               "server_faults": bool(w.faults), "rebalance": False}
     if nc > 1:
-        fields["consumers"] = nc  # every queue assigned to each (shared assignment: group_units)
+        fields["consumers"] = nc  # the assignment: below (comment above, "Reassignment")
     config_name = "push-fifo-upstream" if g.fifo else "push-standard-upstream"
     codes = _answer_codes(config_name, fields)
     info = {"messages": len(order), "settles": 0, "config": config_name}
@@ -464,13 +502,59 @@ def group_log(w: Any, events: list[dict], group: str, message_group: str | None 
             return by_mid[mid][0]
         return "?"
 
+    exclusive = nc > 1 and g.assignment == "exclusive"
+
+    def index_of(e: dict) -> int:
+        """The model's consumer of the client the event ``e`` names (0 with one consumer)."""
+        if nc == 1:
+            return 0
+        return by_name.get(e.get("client")) if e.get("event") in ("listener", "api") else by_cid.get(e.get("client_id"))
+
+    # the process queues each model consumer holds (comment above, "Reassignment"): the model's
+    # initial assignment, then each OK assignment answer; drops placed after a later receive
+    held = {i: {q for q in queues if not exclusive or q % nc == i} for i in range(nc)}
+    drops: list[tuple[int, dict]] = []  # (position in ``out``, drop event)
+    dropped: dict[tuple, int] = {}  # (consumer, queue) -> index in ``drops`` while the queue is not given back
+    changes = 0
+
+    def reassign(i: int, now: set) -> None:
+        nonlocal changes
+        for q in sorted(held[i] - now):
+            drops.append((len(out), {"action": ["drop_process_queue", i * topic.queues + q]}))
+            dropped[(i, q)] = len(drops) - 1
+            changes += 1
+        for q in sorted(now - held[i]):
+            dropped.pop((i, q), None)
+            out.append({"action": ["create_process_queue", i * topic.queues + q]})
+            changes += 1
+        held[i] = set(now)
+
+    # with several consumers: deliveries of the unit to another consumer than the unit's previous
+    # delivery (``handoffs``), and deliveries of a copy to another consumer than its previous delivery
+    # (``cross_redeliveries``: the redelivery path across consumers)
+    holder: dict[int, int] = {}  # copy -> the consumer its last delivery went to
+    prev: int | None = None
+    info.update(handoffs=0, cross_redeliveries=0)
     out: list[dict] = []
     terminating: set = set()
     for e in events:
         if e.get("kind") == "rpc" and e["name"] == "NotifyClientTermination":
             terminating.add(e["client_id"])
+        if e.get("event") == "server" and e.get("call") == "expire" and e.get("group") == group and e.get("applied"):
+            k = e.get("core")
+            if k in index:  # the runner expired a delivery of one of the unit's copies (by its core id)
+                out.append({"action": ["expire", index[k]], "observation": e["result"]})
+            continue
+        if e.get("event") == "api" and e.get("call") == "leave" and e.get("result") == "ok" \
+                and e.get("client") in {x["name"] for x in consumers}:
+            reassign(index_of(e), set())  # the client drops every process queue (comment above)
+            continue
         if e.get("kind") == "rpc" and e["request"].get("group") == group:
             req, ans = e["request"], e["answer"]
+            if e["name"] == "QueryAssignment":
+                if ans.get("status") == "OK" and req.get("topic", topic.name) == topic.name:
+                    reassign(index_of(e), set(ans.get("queues") or ()) & queues)
+                continue
             if e["name"] == "ReceiveMessage":
                 if req["queue"] not in queues:
                     continue  # no copy of the unit on that queue: the model has no receive loop there
@@ -481,6 +565,18 @@ def group_log(w: Any, events: list[dict], group: str, message_group: str | None 
                                     answer_codes=codes, empty_known=empty_known,
                                     terminating=e["client_id"] in terminating)
                 if ev is not None:
+                    i = index_of(e)
+                    for x in mine:  # who got each delivery (several consumers: hand-overs, below)
+                        k = index[_core(x["handle"])]
+                        if nc > 1 and prev is not None and prev != i:
+                            info["handoffs"] += 1
+                        if nc > 1 and k in holder and holder[k] != i:
+                            info["cross_redeliveries"] += 1
+                        holder[k], prev = i, i
+                    if (i, req["queue"]) in dropped:
+                        # answered after the answer that took its queue away: the drop goes after it
+                        k = dropped[(i, req["queue"])]
+                        drops[k] = (len(out) + 1, drops[k][1])
                     ev["action"][1] = at(e, ev["action"][1], topic.queues)
                     out.append(ev)
             elif e["name"] in _SETTLE_CALL:
@@ -502,8 +598,18 @@ def group_log(w: Any, events: list[dict], group: str, message_group: str | None 
             if nc > 1 and e.get("client") not in by_name:
                 return None, {**info, "why": "a listener call of a client that is no consumer of the group"}
             out.append({"action": ["listener_returns", at(e, index[k], len(order)), "ok" if e["result"] == "success" else "fail"]})
+    for pos, ev in sorted(drops, key=lambda x: x[0], reverse=True):
+        out.insert(pos, ev)
+    hidden = HIDDEN
+    if changes:
+        # the unit's process queues were dropped or created: the model's rebalance, each step logged
+        fields["rebalance"] = True
+        hidden = [h for h in HIDDEN if h not in ("drop_process_queue", "create_process_queue")]
+    if exclusive:
+        fields["exclusive_assignment"] = True
+    info["reassignments"] = changes
     header = {"format": "conq-trace", "version": 1, "kind": "observed", "level": "call",
-              "model": "ordered-consumption", "config_name": config_name, "config": fields, "hidden": HIDDEN}
+              "model": "ordered-consumption", "config_name": config_name, "config": fields, "hidden": hidden}
     return [header] + [dict(ev, step=i) for i, ev in enumerate(out, 1)], info
 
 

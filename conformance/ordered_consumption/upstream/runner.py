@@ -371,16 +371,26 @@ class _Script:
     or a count (no receive of the dropped queue in flight, and none begun, over two polls of the loop).
     A step that never comes true leaves the run to its safety cap (``incomplete``), never a verdict.
     Every broker event the script causes is recorded (``{"event": "server", ...}``) at the moment it
-    happens, so the observed log can place it (``observed.py``)."""
+    happens, so the observed log can place it (``observed.py``).
+
+    A step acts on the workload's first push consumer unless it names one: ``"consumer": NAME``, or
+    ``"consumer": "holder"``, the consumer whose listener made the hold the last ``on: hold`` step
+    waited for (both consumers of a shared group may be the one the broker hands a message to, so the
+    script follows the one that got it).  Steps for groups of several consumers (issue 19): ``{"do":
+    "join", "consumer"}`` / ``{"do": "leave", "consumer"}`` (the worker starts a ``late`` consumer /
+    shuts one down: it joins / leaves its group), ``{"on": "assigned", "consumer", "queue", "present"}``
+    (that consumer's client was answered an assignment with / without the queue after the last change
+    the script made), ``{"on": "quiet", "consumer", "queue"}`` (no receive of that queue by that client
+    in flight, and none begun, over two polls: its process queue is dropped)."""
 
     def __init__(self, w: Workload, broker: Broker, rec: Recorder, proc: Any, front: Any = None) -> None:
         self.steps = list(w.script)
+        self.w = w
         self.i = 0
         self.broker, self.rec, self.proc, self.front = broker, rec, proc, front
         self.consumer = w.push[0] if w.push else None
-        self.group = self.consumer["group"] if self.consumer else None
-        self.topic = self.consumer["topics"][0] if self.consumer else None
-        self.since_ns = 0  # when the current step's broker change was made
+        self.holder: str | None = None  # the consumer whose hold the last ``on: hold`` step saw
+        self.since_ns = 0  # when the last broker or membership change of the script was made
         self.quiet: tuple | None = None  # (receives begun) at the last poll with none in flight
         self.started = False
         self.waiting = ""
@@ -389,9 +399,18 @@ class _Script:
     def done(self) -> bool:
         return self.i >= len(self.steps)
 
-    def _client_id(self) -> str | None:
+    def _consumer(self, st: dict) -> dict | None:
+        name = st.get("consumer")
+        if name == "holder":
+            name = self.holder
+        if name is None:
+            return self.consumer
+        return next((c for c in self.w.push if c["name"] == name), None)
+
+    def _client_id(self, c: dict | None = None) -> str | None:
+        c = c or self.consumer
         for e in self.rec.events():
-            if e.get("event") == "api" and e.get("call") == "startup" and e.get("client") == self.consumer["name"]:
+            if e.get("event") == "api" and e.get("call") == "startup" and e.get("client") == c["name"]:
                 return e.get("client_id")
         return None
 
@@ -403,13 +422,25 @@ class _Script:
                     return m["handle"].split("|", 1)[0]
         return None
 
-    def _assignment_after(self, cid: str, queue: int | None, present: bool) -> bool:
+    def _assignment_after(self, cid: str, group: str, queue: int | None, present: bool) -> bool:
         for e in self.rec.rpcs("QueryAssignment"):
             if e["client_id"] == cid and e["t_ns"] > self.since_ns and e["answer"].get("status") == "OK" \
-                    and e["request"]["group"] == self.group:
+                    and e["request"]["group"] == group:
                 qs = e["answer"].get("queues") or []
                 if queue is None or (queue in qs) == present:
                     return True
+        return False
+
+    def _quiet(self, cid: str, topic: str, q: int) -> bool:
+        """No receive of queue q by client cid in flight, and none began, over two polls."""
+        in_flight, begun = self.rec.receives((cid, topic, q))
+        self.waiting = f"no receive of queue {q} in flight"
+        if in_flight:
+            self.quiet = None
+            return False
+        if self.quiet == (begun,):
+            return True
+        self.quiet = (begun,)
         return False
 
     def advance(self) -> None:
@@ -418,11 +449,19 @@ class _Script:
             self.started = False
             self.quiet = None
 
+    def _command(self, line: str) -> None:
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+
     def _step(self, st: dict) -> bool:
         events = self.rec.events()
         if st.get("on") == "hold":
             self.waiting = f"hold {st['body']} {st['call']}"
-            return any(e.get("event") == "hold" and e["body"] == st["body"] and e["n"] == st["call"] for e in events)
+            for e in events:
+                if e.get("event") == "hold" and e["body"] == st["body"] and e["n"] == st["call"]:
+                    self.holder = e.get("client")
+                    return True
+            return False
         if st.get("on") == "listener":
             self.waiting = f"listener {st['body']} attempt {st['attempt']}"
             return any(e.get("event") == "listener" and e["body"] == st["body"] and e["attempt"] == st["attempt"]
@@ -431,48 +470,58 @@ class _Script:
             # the face (renew=True) has renewed held deliveries this often (a count, not a duration)
             self.waiting = f"{st['count']} renewals"
             return self.front is not None and self.front.renewal_counts["renewed"] >= st["count"]
-        cid = self._client_id()
+        c = self._consumer(st)
+        if c is None:
+            self.waiting = f"consumer {st.get('consumer')}"
+            return False
+        group, topic = c["group"], c["topics"][0]
         do = st.get("do")
         if do == "release":
-            self.proc.stdin.write(f"release {st['body']} {st['call']}\n")
-            self.proc.stdin.flush()
+            self._command(f"release {st['body']} {st['call']}")
+            return True
+        if do in ("join", "leave"):
+            # the worker starts a late consumer / shuts one down (it joins / leaves its group)
+            self.since_ns = time.monotonic_ns()
+            self.rec.add({"event": "script", "call": do, "client": c["name"], "group": group})
+            self._command(f"{do} {c['name']}")
             return True
         if do == "expire":
             core = self._core_id(st["body"])
             if core is None:
                 self.waiting = f"a delivery of {st['body']}"
                 return False
-            applied = self.broker.expire_now(self.group, core)
-            state = self.broker.message_state(self.group, core)["state"]
-            self.rec.add({"event": "server", "call": "expire", "client": "broker", "group": self.group,
-                          "body": st["body"], "applied": applied,
+            applied = self.broker.expire_now(group, core)
+            state = self.broker.message_state(group, core)["state"]
+            self.rec.add({"event": "server", "call": "expire", "client": "broker", "group": group,
+                          "body": st["body"], "core": core, "applied": applied,
                           "result": "visible" if state == "ready" else "dead-lettered"})
             return True
-        if do in ("unassign", "assign") and cid is not None:
+        cid = self._client_id(c)
+        if cid is None:
+            self.waiting = f"the startup of {c['name']}"
+            return False
+        if st.get("on") == "assigned":
+            self.waiting = f"{c['name']}'s assignment answer {'with' if st['present'] else 'without'} queue {st['queue']}"
+            return self._assignment_after(cid, group, st["queue"], st["present"])
+        if st.get("on") == "quiet":
+            return self._quiet(cid, topic, st["queue"])
+        if do in ("unassign", "assign"):
             q = st.get("queue")
             if not self.started:
-                route = self.broker.query_route(self.topic)
+                route = self.broker.query_route(topic)
                 keep = None if do == "assign" else tuple(mq for mq in route if mq.queue_id != q)
                 self.since_ns = time.monotonic_ns()
-                self.broker.pin_assignment(self.group, cid, keep)
-                self.rec.add({"event": "server", "call": do, "client": "broker", "group": self.group,
+                self.broker.pin_assignment(group, cid, keep)
+                self.rec.add({"event": "server", "call": do, "client": "broker", "group": group,
                               "queue": q, "queues": None if keep is None else [mq.queue_id for mq in keep]})
                 self.started = True
             self.waiting = f"the client's assignment answer after {do}"
-            if not self._assignment_after(cid, q, present=do == "assign"):
+            if not self._assignment_after(cid, group, q, present=do == "assign"):
                 return False
             if do == "assign":
                 return True
             # taken away: done once no receive of that queue is in flight, and none began, over two polls
-            in_flight, begun = self.rec.receives((cid, self.topic, q))
-            self.waiting = f"no receive of queue {q} in flight"
-            if in_flight:
-                self.quiet = None
-                return False
-            if self.quiet == (begun,):
-                return True
-            self.quiet = (begun,)
-            return False
+            return self._quiet(cid, topic, q)
         self.waiting = f"step {st}"
         return False
 

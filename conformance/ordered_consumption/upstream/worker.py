@@ -11,8 +11,11 @@ file under ``~/logs/rocketmq_python/``.  Running it in a child process is the on
 Protocol (newline-delimited JSON)
 ---------------------------------
 stdin line 1: the job (``runner.job_of``): endpoint, seed, producers, push consumers, simple
-consumers.  stdin later: ``"release BODY N"`` lets a held listener call go on (below); ``"stop"``
-ends the run.  stdout: one event per line, each stamped with
+consumers.  stdin later: ``"release BODY N"`` lets a held listener call go on (below); ``"join NAME"``
+starts the push consumer NAME that the job marks ``late`` (a consumer joining its group mid-run);
+``"leave NAME"`` shuts the push consumer NAME down mid-run (it leaves its group: the client drops
+its process queues and sends NotifyClientTermination, ``client.py`` ``shutdown``); ``"stop"`` ends
+the run.  stdout: one event per line, each stamped with
 ``t_ns = time.monotonic_ns()`` (CLOCK_MONOTONIC, the same clock in the parent, so a listener call
 and the RPCs around it order causally):
 
@@ -21,10 +24,12 @@ and the RPCs around it order causally):
   message as the client handed it over;
 * ``{"event": "api", ...}``: a call the application made into the client (``send``, ``receive``,
   ``ack``, ``change_invisible_duration``, ``startup``, ``shutdown``) and what it returned or raised;
-* ``{"event": "hold", ...}``: the listener's call number N of a body the workload holds (``fail``
-  spec ``"hold": {BODY: [N, ...]}``) has started and waits for ``"release BODY N"`` on stdin, so that
+* ``{"event": "hold", ...}``: the listener's call number N (counted per consumer group) of a body the
+  workload holds (``fail`` spec ``"hold": {BODY: [N, ...]}``), in the consumer ``client``, has started and waits for ``"release BODY N"`` on stdin, so that
   the parent can change the broker (expire the delivery, reassign the queue) while the message is
   in consumption -- by state, never by a sleep;
+* ``{"event": "api", "call": "leave", ...}`` just before a ``leave`` command's ``shutdown()`` begins
+  (its ``shutdown`` event follows when it returns);
 * ``{"event": "producers-done"}``, ``{"event": "started"}``, ``{"event": "closed", ...}``.
 
 The client's internal steps are not visible here (only through the RPCs the parent records).
@@ -95,6 +100,9 @@ def main() -> int:
     # client's threads draw in the same order (verdicts never rest on one draw: observed.py, SC)
     random.seed(f"conq-upstream-{seed}")
     stop_requested = threading.Event()
+    # push consumers that join mid-run (``join NAME``); ``defined`` is set once start_push and leave exist
+    late = {c["name"]: c for c in job.get("push", ()) if c.get("late")}
+    defined = threading.Event()
     releases: dict[tuple[str, int], threading.Event] = {}
     releases_lock = threading.Lock()
 
@@ -103,11 +111,20 @@ def main() -> int:
             return releases.setdefault((body, n), threading.Event())
 
     def read_commands() -> None:
-        # the parent's commands after the job: release a held listener call, or stop
+        # the parent's commands after the job: release a held listener call, join, leave, or stop
         for line in sys.stdin:
             words = line.split()
             if words[:1] == ["release"] and len(words) == 3:
                 release_event(words[1], int(words[2])).set()
+            elif words[:1] == ["join"] and len(words) == 2 and words[1] in late:
+                # on a thread of its own: startup() waits for the server's settings
+                spec = late[words[1]]
+                threading.Thread(target=lambda spec=spec: defined.wait() and start_push(spec), daemon=True,
+                                 name=f"join-{words[1]}").start()
+            elif words[:1] == ["leave"] and len(words) == 2:
+                name = words[1]
+                threading.Thread(target=lambda name=name: defined.wait() and leave(name), daemon=True,
+                                 name=f"leave-{words[1]}").start()
             elif words[:1] == ["stop"]:
                 break
         stop_requested.set()
@@ -130,13 +147,13 @@ def main() -> int:
     class WorkloadListener(MessageListener):
         """The user's listener: succeeds or fails as the workload says."""
 
-        def __init__(self, group: str, spec: dict) -> None:
-            self.group, self.spec = group, spec
+        def __init__(self, client: str, group: str, spec: dict) -> None:
+            self.client, self.group, self.spec = client, group, spec
 
         def consume(self, message: Any) -> Any:
             n = next_call(self.group, _body(message))
             if n in self.spec.get("hold", {}).get(_body(message), ()):
-                emit({"event": "hold", "group": self.group, "body": _body(message), "n": n,
+                emit({"event": "hold", "client": self.client, "group": self.group, "body": _body(message), "n": n,
                       "message_id": message.message_id, "attempt": message.delivery_attempt})
                 ev = release_event(_body(message), n)
                 if stop_requested.is_set():
@@ -169,6 +186,7 @@ def main() -> int:
             return result
 
     clients: list[tuple[str, Any]] = []
+    clients_lock = threading.Lock()
 
     def start(name: str, client: Any) -> bool:
         try:
@@ -177,8 +195,27 @@ def main() -> int:
             emit({"event": "api", "client": name, "call": "startup", **_err(e)})
             return False
         emit({"event": "api", "client": name, "call": "startup", "result": "ok", "client_id": client.client_id})
-        clients.append((name, client))
+        with clients_lock:
+            clients.append((name, client))
         return True
+
+    def shutdown_client(name: str, client: Any, cap: float) -> dict:
+        """``client.shutdown()`` on a thread of its own; the answer, or ``stuck`` after ``cap`` seconds."""
+        done = threading.Event()
+        box: dict = {}
+
+        def close() -> None:
+            try:
+                client.shutdown()
+                box["result"] = "ok"
+            except Exception as e:
+                box.update(_err(e))
+            done.set()
+
+        threading.Thread(target=close, daemon=True, name=f"shutdown-{name}").start()
+        out = box if done.wait(cap) else {"result": "stuck"}
+        emit({"event": "api", "client": name, "call": "shutdown", **out})
+        return out
 
     def produce(p: dict, producer: Any) -> None:
         for spec in p["messages"]:
@@ -225,13 +262,31 @@ def main() -> int:
         for t in producer_threads:
             t.join()
 
-    for c in job.get("push", ()):
-        listener = RecordedListener(WorkloadListener(c["group"], c.get("fail", {})), c["name"], c["group"])
+    def start_push(c: dict) -> None:
+        listener = RecordedListener(WorkloadListener(c["name"], c["group"], c.get("fail", {})), c["name"], c["group"])
         pc = PushConsumer(cfg, c["group"], listener, {t: FilterExpression() for t in c["topics"]},
                           max_cache_message_count=c.get("max_cache_count", 1024),
                           max_cache_message_size=c.get("max_cache_bytes", 64 * 1024 * 1024),
                           consumption_thread_count=c.get("threads", 4))
         start(c["name"], pc)
+
+    def leave(name: str) -> None:
+        # a consumer leaving its group mid-run: the client's own shutdown (push_consumer.py
+        # ``_pre_shutdown``: every process queue dropped, the consumption pool drained; client.py
+        # ``shutdown``: NotifyClientTermination), after which it is no client of the run any more
+        with clients_lock:
+            found = [(n, c) for n, c in clients if n == name]
+            clients[:] = [(n, c) for n, c in clients if n != name]
+        if not found:
+            emit({"event": "api", "client": name, "call": "leave", "error": "NotRunning", "text": "no such client"})
+            return
+        emit({"event": "api", "client": name, "call": "leave", "result": "ok", "client_id": found[0][1].client_id})
+        shutdown_client(name, found[0][1], float(job.get("leave_cap", 60)))
+
+    defined.set()
+    for c in job.get("push", ()):
+        if not c.get("late"):
+            start_push(c)
 
     simple_threads = []
     for c in job.get("simple", ()):
@@ -284,22 +339,10 @@ def main() -> int:
     stuck = [t.name for t in simple_threads if t.is_alive()]
     # Shut the clients down (consumers first); a shutdown that does not return (an upstream retry loop
     # that never ends) is reported, and the process ends anyway (os._exit below).
-    report = {}
-    for name, client in clients:
-        done = threading.Event()
-        box: dict = {}
-
-        def close(client: Any = client, box: dict = box, done: threading.Event = done) -> None:
-            try:
-                client.shutdown()
-                box["result"] = "ok"
-            except Exception as e:
-                box.update(_err(e))
-            done.set()
-
-        threading.Thread(target=close, daemon=True, name=f"shutdown-{name}").start()
-        report[name] = box if done.wait(float(job.get("shutdown_cap", 15))) else {"result": "stuck"}
-        emit({"event": "api", "client": name, "call": "shutdown", **report[name]})
+    with clients_lock:
+        remaining = list(clients)
+    for name, client in remaining:
+        shutdown_client(name, client, float(job.get("shutdown_cap", 15)))
     alive = sorted(t.name for t in threading.enumerate() if t.is_alive() and t is not threading.current_thread())
     emit({"event": "closed", "stuck_threads": stuck, "threads_left": alive})
     sys.stdout.flush()

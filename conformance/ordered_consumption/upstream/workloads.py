@@ -19,6 +19,11 @@ Named workloads (``WORKLOADS``):
 ``faults``    ``all`` under seeded faults on send, receive, ack, change-invisible, DLQ forward and
               assignment queries (``FAULT_RATES``): lost answers, timeouts, unavailability, throttling,
               internal errors, invalid or expired receipt handles.
+``fifo-handoff``     the shared FIFO group PF2 alone, scripted so that a PF2 message is delivered again
+              to the *other* consumer while the first one still holds it (issue 19): below.
+``fifo-join-leave``  a FIFO group under exclusive assignment whose second consumer joins mid-run and
+              whose first one leaves mid-run, each change handing a queue over while a message of it
+              is in consumption (issue 19): below.
 """
 
 from __future__ import annotations
@@ -280,6 +285,90 @@ WORKLOADS["model-simple-faults"] = model_simple("model-simple-faults", {"flaky":
 
 WORKLOADS["faults"] = Workload("faults", **merge(standard_part(invisible=2), fifo_part()), faults=FAULT_RATES,
                                 auto_renew_invisible=2.0)
+
+
+def fifo_handoff(name: str = "fifo-handoff") -> Workload:
+    """The shared FIFO group PF2 of ``fifo`` (two push consumers, shared assignment, message groups g0
+    and g1 of 4 messages each, both hashing to queue 0) with a script that redelivers a PF2 message to
+    the other consumer, deterministically for every seed (no fault plan: nothing is left to a race):
+
+    1. F-g0-1 is held in the listener of whichever consumer got it (the *holder*; both carry the hold,
+       the worker counts listener calls per group, so only the first call of F-g0-1 is held);
+    2. queue 0 is taken away from the holder (the broker pins its assignment to queue 1; done once the
+       holder was answered it and has no receive of queue 0 in flight), so that only the other
+       consumer receives queue 0 from now on;
+    3. F-g0-1's invisible time runs out now (``expire``): the broker makes it deliverable again, and
+       the other consumer receives it (attempt 2) while the holder still consumes its copy;
+    4. once the other consumer's listener has consumed it (attempt 2), the holder's call returns: its
+       ack carries the first delivery's handle and is refused (INVALID_RECEIPT_HANDLE; the client gives
+       up, DEV-020);
+    5. queue 0 is given back to the holder.
+
+    The broker's gate keeps g0's order across the two consumers (F-g0-2 only after the other
+    consumer's ack of F-g0-1).  The invisible time is the default 30 s, so no other expiry comes in a
+    run of a few seconds."""
+    part = fifo_part()
+    hold = {"hold": {"F-g0-1": [1]}}
+    push = tuple(dict(c, fail=hold) for c in part["push"] if c["group"] == "PF2")
+    return Workload(
+        name, topics=part["topics"], groups=tuple(g for g in part["groups"] if g.name == "PF2"),
+        producers=part["producers"], push=push,
+        script=({"on": "hold", "body": "F-g0-1", "call": 1},
+                {"do": "unassign", "queue": 0, "consumer": "holder"},
+                {"do": "expire", "body": "F-g0-1", "consumer": "holder"},
+                {"on": "listener", "body": "F-g0-1", "attempt": 2},
+                {"do": "release", "body": "F-g0-1", "call": 1},
+                {"do": "assign", "consumer": "holder"}))
+
+
+WORKLOADS["fifo-handoff"] = fifo_handoff()
+
+
+def fifo_join_leave(name: str = "fifo-join-leave", per_group: int = 3) -> Workload:
+    """A FIFO group under *exclusive* assignment whose membership changes mid-run (issue 19): topic FX
+    (2 queues), message group X0 on queue 0 and X1 on queue 1 (the face's hash, ``_group_on_queue``),
+    ``per_group`` messages each; group PX (FIFO, exclusive, max attempts 2); consumer c-x1 from the
+    start and c-x2 joining later (``late``).  The broker reassigns on membership (broker.py
+    ``query_assignment`` over the live client ids in sorted order; upstream apache/rocketmq
+    ``QueryAssignmentProcessor.doLoadBalance``); c-x1's client id sorts first (the client numbers its
+    ids in creation order, ``client_id.py``, and c-x2 is created later), so with both live c-x1 holds
+    queue 0 and c-x2 queue 1 -- the mapping (observed.py) reads the order from the ids, not from this.
+
+    1. c-x1, alone, holds both queues; X1-1 and X0-1 are held in its listener (one task per message
+       group: ``fifo_consumption.py``, so both at once on its two threads);
+    2. c-x2 joins; c-x1 is answered an assignment without queue 1 (its process queue of queue 1 is
+       dropped, X1-1's consumption goes on there) and c-x2 one with it;
+    3. X1-1 is released: c-x1 acks it (the handle is still valid: a reassignment does not end a
+       delivery), which opens the gate for X1-2, delivered to c-x2 -- a hand-over of queue 1 with a
+       message in consumption;
+    4. c-x1 leaves (``shutdown()``: every process queue dropped, the consumption pool drained, then
+       NotifyClientTermination) while X0-1 is held; once it has no receive of queue 0 in flight,
+       X0-1 is released and acked; after the termination c-x2 is answered both queues and consumes
+       the rest of X0 -- a hand-over of queue 0 on leaving."""
+    g0, g1 = _group_on_queue(0, 2), _group_on_queue(1, 2)
+    msgs = [{"topic": "FX", "body": f"X{q}-{i}", "group": g} for i in range(per_group) for q, g in ((0, g0), (1, g1))]
+    hold = {"hold": {"X0-1": [1], "X1-1": [1]}}
+    return Workload(
+        name, topics=(TopicSpec("FX", 2, fifo=True),),
+        groups=(GroupSpec("PX", fifo=True, max_attempts=2, assignment="exclusive"),),
+        producers=({"name": "p-x", "topics": ["FX"], "messages": msgs},),
+        push=({"name": "c-x1", "group": "PX", "topics": ["FX"], "threads": 2, "fail": hold},
+              {"name": "c-x2", "group": "PX", "topics": ["FX"], "threads": 2, "fail": hold, "late": True}),
+        script=({"on": "hold", "body": "X1-1", "call": 1},
+                {"on": "hold", "body": "X0-1", "call": 1},
+                {"do": "join", "consumer": "c-x2"},
+                {"on": "assigned", "consumer": "c-x1", "queue": 1, "present": False},
+                {"on": "quiet", "consumer": "c-x1", "queue": 1},
+                {"on": "assigned", "consumer": "c-x2", "queue": 1, "present": True},
+                {"do": "release", "body": "X1-1", "call": 1},
+                {"on": "listener", "body": "X1-2", "attempt": 1},
+                {"do": "leave", "consumer": "c-x1"},
+                {"on": "quiet", "consumer": "c-x1", "queue": 0},
+                {"do": "release", "body": "X0-1", "call": 1},
+                {"on": "assigned", "consumer": "c-x2", "queue": 0, "present": True}))
+
+
+WORKLOADS["fifo-join-leave"] = fifo_join_leave()
 
 
 def workload(name: str) -> Workload:
