@@ -108,8 +108,8 @@ def run_spark_campaign(w: Workload, seeds: list[int], out: str | Path, *, master
 
 
 def _run(w: Workload, seeds: list[int], final: Path, master: str, partitions: int | None, cap: float, say) -> dict:
-    from conq.conformance.spark_replay import (_make_staging, _publish, _stop_spark, _write_marker, package_zip,
-                                               spark_session)
+    from conq.conformance.spark_replay import (_make_staging, _publish, _stop_spark, _write_marker, close_session,
+                                               package_zip, spark_session)
 
     t0 = time.perf_counter()
     staging: Path | None = None
@@ -119,6 +119,9 @@ def _run(w: Workload, seeds: list[int], final: Path, master: str, partitions: in
         staging = _make_staging(final)
         tmp = Path(tempfile.mkdtemp(prefix="conq-upstream-spark-"))
         say(f"starting Spark ({master})")
+        # a session a replay of this process kept (conq run) is stopped through its owner, which
+        # also removes its package zip; this job then starts its own context, and stops it at the end
+        close_session()
         started = True
         spark = spark_session(master, app="conq-upstream")
         sc = spark.sparkContext
