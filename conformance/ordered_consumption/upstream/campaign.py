@@ -19,7 +19,7 @@ from conq.conformance.ordered_consumption.upstream.coverage import campaign_cove
 from conq.conformance.ordered_consumption.upstream.runner import CLIENT, CLIENT_VERSION, run
 from conq.conformance.ordered_consumption.upstream.workloads import Workload
 
-__all__ = ["aggregate", "run_campaign", "seed_record", "write_report"]
+__all__ = ["aggregate", "revalidate", "run_campaign", "seed_record", "write_report"]
 
 
 def seed_record(r: Any, w: Workload | None = None) -> dict:
@@ -162,6 +162,40 @@ def run_campaign(w: Workload | list, seeds: list[int], out: str | Path, *, cap: 
     report = aggregate(ws if len(ws) > 1 else ws[0], records)
     write_report(out, report)
     return report
+
+
+def revalidate(campaign: str | Path, out: str | Path) -> dict:
+    """The units of an earlier campaign's larger runs validated again with today's mapping, from the wire
+    traces it wrote (``observed.recorded_events``; the runner's ``empty_known`` rule): how many unit
+    verdicts (status, accepted events, variant) are the same as the campaign's ``summary.json`` says,
+    which differ, and the new ``shared_groups`` counts.  Model-sized runs are left out (their log is
+    the observed one the campaign wrote)."""
+    from conq.conformance.ordered_consumption.upstream.observed import recorded_events, validate_groups
+    from conq.conformance.ordered_consumption.upstream.workloads import workload
+
+    campaign = Path(campaign)
+    old = json.loads((campaign / "summary.json").read_text())
+
+    def key(u: dict) -> tuple:
+        return (u["status"], u.get("accepted"), u.get("events"), (u.get("variant") or {}).get("name"))
+
+    same, different, records = 0, [], []
+    for r in old["per_seed"]:
+        units = ((r.get("validation") or {}).get("units")) or {}
+        if not units:
+            continue
+        w = workload(r["workload"])
+        v = validate_groups(w, recorded_events(campaign / "traces" / f"{w.name}-seed{r['seed']}.ndjson"), out,
+                            f"{w.name}-seed{r['seed']}",
+                            empty_known="not-found" not in w.faults.get("receive_message", {}))
+        for name, u in sorted(units.items()):
+            if key(u) == key(v["units"][name]):
+                same += 1
+            else:
+                different.append({"workload": w.name, "seed": r["seed"], "unit": name, "was": key(u),
+                                  "now": key(v["units"][name])})
+        records.append({"validation": v})
+    return {"same": same, "different": different, "shared_groups": _shared_groups(records)}
 
 
 def _markdown(rep: dict) -> str:

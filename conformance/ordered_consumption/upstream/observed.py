@@ -78,8 +78,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-__all__ = ["HIDDEN", "MAX_GROUP_MESSAGES", "SIMPLE_ANY_QUEUE", "SIMPLE_PER_QUEUE", "group_log", "group_units", "observed_log", "simple_log",
-           "validate_groups", "validate_run", "validate_simple", "write_observed"]
+__all__ = ["HIDDEN", "MAX_GROUP_MESSAGES", "SIMPLE_ANY_QUEUE", "SIMPLE_PER_QUEUE", "group_log", "group_units", "observed_log",
+           "recorded_events", "simple_log", "validate_groups", "validate_run", "validate_simple", "write_observed"]
 
 _ANSWER = {"OK": "ok", "INVALID_RECEIPT_HANDLE": "invalid-handle", "MESSAGE_NOT_FOUND": "not-found",
            "BAD_REQUEST": "bad-request", "TOO_MANY_REQUESTS": "throttled"}
@@ -188,6 +188,27 @@ def observed_log(events: list[dict], config_name: str, bodies: list[str], group:
     if overrides:
         header["config"] = dict(overrides)
     return [header] + [dict(ev, step=i) for i, ev in enumerate(out, 1)]
+
+
+def recorded_events(path: str | Path) -> list[dict]:
+    """The recorder's events of a written wire trace (``Recorder.trace``'s inverse, as far as this module
+    reads them): an RPC, a listener call, a broker event the runner caused (``client`` "broker") or a
+    worker's API call.  For re-validating the traces of an earlier campaign with today's mapping
+    (``validate_groups(workload, recorded_events(trace), ...)``)."""
+    out = []
+    with Path(path).open(encoding="utf-8") as fh:
+        next(fh)  # the header
+        for line in fh:
+            ev = json.loads(line)
+            kind, name, who = ev["action"]
+            obs = dict(ev.get("observation") or {})
+            if kind == "rpc":
+                out.append({"kind": "rpc", "name": name, "client_id": who, **obs})
+            elif kind == "listener":
+                out.append({"event": "listener", "client": who, **obs})
+            else:
+                out.append({"event": "server" if who == "broker" else "api", "call": name, "client": who, **obs})
+    return out
 
 
 def write_observed(path: str | Path, lines: list[dict]) -> None:

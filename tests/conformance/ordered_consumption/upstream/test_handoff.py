@@ -15,6 +15,8 @@ import pytest
 
 pytest.importorskip("rocketmq")
 
+from conq.conformance.ordered_consumption.upstream.campaign import revalidate  # noqa: E402
+from conq.conformance.ordered_consumption.upstream.observed import group_log, recorded_events  # noqa: E402
 from conq.conformance.ordered_consumption.upstream.runner import run  # noqa: E402
 from conq.conformance.ordered_consumption.upstream.workloads import WORKLOADS  # noqa: E402
 
@@ -27,7 +29,7 @@ def _log(u):
 
 @pytest.mark.slow
 def test_a_shared_fifo_message_is_redelivered_to_the_other_consumer_and_accepted(tmp_path):
-    res = run(WORKLOADS["fifo-handoff"], 0, out=tmp_path, cap=CAP)
+    res = run(WORKLOADS["fifo-handoff"], 0, out=tmp_path / "traces", cap=CAP)
     assert res.end == "settled", (res.end, res.notes)
     assert not res.divergences, [d.as_dict() for d in res.divergences]
     units = res.validation["units"]
@@ -46,6 +48,13 @@ def test_a_shared_fifo_message_is_redelivered_to_the_other_consumer_and_accepted
     assert acts.count(["ack_answer", holder * 4 + 1, "invalid-handle"]) == 1
     # and queue 0 is given back to the holder afterwards
     assert ["create_process_queue", holder * 2] in acts[acts.index(["expire", 1]):]
+    # the written wire trace read back gives the same unit log (re-validation of earlier campaigns)
+    again, _ = group_log(WORKLOADS["fifo-handoff"], recorded_events(res.trace_path), "PF2", "g0")
+    assert again == _log(u)
+    (tmp_path / "summary.json").write_text(json.dumps({"per_seed": [
+        {"workload": "fifo-handoff", "seed": 0, "validation": res.validation}]}, default=str))
+    re = revalidate(tmp_path, tmp_path / "again")
+    assert (re["same"], re["different"]) == (2, []) and re["shared_groups"]["cross_redeliveries"] == 1, re
 
 
 @pytest.mark.slow
