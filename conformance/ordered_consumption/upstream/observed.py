@@ -370,9 +370,9 @@ def _first_accepting_variant(path: str | Path, lines: list[dict], base_config: d
 #
 # The client's other drop, its watchdog (``__drop_expired_message_queue``: a process queue idle for
 # three times long polling plus the request timeout, dropped and rebuilt at once), is not on the
-# wire and not mapped: with the face's 1 s long polling and 3 s timeout it needs 12 s without a
-# receive on a queue, which none of the workloads' runs has (the receive loop never stops while
-# the cache is below its thresholds).  Python's drop discards nothing: every received message was
+# wire and not mapped: with the face's 1 s long polling and the worker's 3 s timeout it needs 12 s
+# without a receive on a queue held, and a held queue's receive loop never stops while its cache is
+# below its thresholds (the groups of several consumers in the workloads never fill theirs).  Python's drop discards nothing: every received message was
 # handed to consumption already (``__handle_received_message`` -> ``execute_consume``), while the
 # model's drop discards a copy still cached; the model's dispatch is hidden and may come first, so
 # this is a choice of the witness, not a divergence.
