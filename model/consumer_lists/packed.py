@@ -27,36 +27,42 @@ from itertools import permutations
 
 from conq.model.engines.packing import Codec, Packed, Section, StepChecks
 
-from .state import ACQ, CF, F_CREDIT, F_FLAG, F_NODE, F_PC, F_SEEN, F_SUSP, F_WAKE, NODE_NAMES, TAKE
+from .state import ACQ, AVAILABLE, CF, DELETED, F_NODE, F_PC, F_WAKE, HELD, NODE_NAMES, TAKE, UNARRIVED
 
 _CONSUMER_FIELDS = ("node", "pc", "wake", "flag", "credit", "susp", "seen")
 
 
-def field_domains(model) -> list[tuple]:
-    """Every value each field of a reachable state can hold (a superset is fine: it only widens the
-    packing), from the configuration alone."""
+def field_domains(model) -> list:
+    """The values each field of a reachable state takes by the model's design, from the
+    configuration alone: a browser never records an acquirer's seen set, only acquirers hold
+    entries, an entry is held only with ``held`` and deleted only with ``expiry``, the budget is -1
+    only when unbounded.  They are hints, not claims: a state outside them raises PackingError, and
+    the explorer then searches the states as tuples (explorer.py), so a variant that broke one of
+    them is still checked, with its counterexample.  Tight domains keep the reference within 64 bits
+    (62): a state is then its own exact fingerprint, and a state list is an array of machine words."""
     cfg = model.config
     n, m = model.n, model.m
-    consumer = {
-        F_NODE: range(len(NODE_NAMES)),
-        F_PC: range(TAKE + 2 * m),  # IDLE..START, TAKE + j (found j), GOT + j (acquired j)
-        F_WAKE: range(2),
-        F_FLAG: range(2),
-        F_CREDIT: range(cfg.max_credit + 1),
-        F_SUSP: range(1 << max(cfg.reasons, 0)),
-        F_SEEN: range(1 << m),
-    }
-    doms: list[tuple] = []
-    for _c in range(n):
-        doms += [consumer[f] for f in range(CF)]
+    doms: list = []
+    for c in range(n):
+        doms += [
+            range(len(NODE_NAMES)),  # every node state (the lists' claims judge which are right)
+            range(TAKE + 2 * m),  # IDLE..START, TAKE + j (found j), GOT + j (acquired j)
+            range(2),  # wake
+            range(2),  # notifyWorkDesired flag
+            range(cfg.max_credit + 1),
+            range(1 << max(cfg.reasons, 0)),  # suspension reasons
+            range(1) if model.acq[c] else range(1 << m),  # seen: only a browser marks entries seen
+        ]
+    status = ([DELETED] if cfg.expiry else []) + [UNARRIVED, AVAILABLE] + ([HELD] if cfg.held else []) \
+        + [ACQ + c for c in range(n) if model.acq[c]]
     for _j in range(m):
-        doms.append(range(-1, ACQ + n))  # DELETED, UNARRIVED, AVAILABLE, HELD, acquired by c
+        doms.append(tuple(status))
         doms.append(range(2))  # a publishing thread owes notifyConsumers
     doms += [range(1 << n)] * 4  # All, NotInterested, NonAcquiring, Notified: bit masks
     for p in model.levels:
         members = [c for c in range(n) if model.prio[c] == p]
         doms.append(tuple(t for k in range(len(members) + 1) for t in permutations(members, k)))
-    doms.append(range(-1, max(cfg.env_budget, -1) + 1))  # -1: unbounded
+    doms.append(range(-1, 0) if cfg.env_budget < 0 else range(cfg.env_budget + 1))  # -1: unbounded
     doms += _actor_domains(model)
     if len(doms) != model.END:  # pragma: no cover - a layout change not followed here
         raise AssertionError(f"consumer-lists packing: {len(doms)} domains for {model.END} fields")

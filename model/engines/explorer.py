@@ -33,6 +33,7 @@ import time
 from array import array
 from typing import Any, Callable
 
+from conq.model.engines.packing import PackingError
 from conq.model.kernel import Kind, Model, Path
 from conq.model.engines.results import (  # noqa: F401 - re-exported: the explorer's public names
     Exploration, GuardInterrupt, SearchProgress, Verdict, _Checks, _concretise, _path_json, _path_of_chain,
@@ -209,18 +210,35 @@ def explore(
     if max_seconds is not None or max_memory_mb is not None or progress is not None:
         watch = _Watch(box, time.perf_counter(), max_seconds, max_memory_mb, progress_interval if progress else None).start()
     try:
-        if workers > 1:
-            from conq.model.engines.parallel import explore_parallel
+        fallback = ""
+        for use_packed in (True, False):
+            try:
+                if workers > 1:
+                    from conq.model.engines.parallel import explore_parallel
 
-            return explore_parallel(model, workers, max_states, symmetry, progress, box, watch)
-        if fingerprints:
-            from conq.model.engines.fpsearch import explore_fingerprints
+                    ex = explore_parallel(model, workers, max_states, symmetry, progress, box, watch, use_packed)
+                elif fingerprints:
+                    from conq.model.engines.fpsearch import explore_fingerprints
 
-            return explore_fingerprints(model, max_states, symmetry, progress, box, watch)
-        packed = None if symmetry else model.packed()
-        if packed is not None:
-            return _explore_packed(model, packed, max_states, liveness, keep_edges, progress, box, watch)
-        return _explore(model, max_states, symmetry, liveness, keep_edges, progress, box, watch)
+                    ex = explore_fingerprints(model, max_states, symmetry, progress, box, watch, use_packed)
+                else:
+                    packed = model.packed() if use_packed and not symmetry else None
+                    if packed is not None:
+                        ex = _explore_packed(model, packed, max_states, liveness, keep_edges, progress, box, watch)
+                    else:
+                        ex = _explore(model, max_states, symmetry, liveness, keep_edges, progress, box, watch)
+            except PackingError as e:
+                # A state outside the domains the model declared for its packed view (a hint of its
+                # design, model/engines/packing.py): search the states as they are, from the start.
+                if not use_packed:
+                    raise
+                if watch is not None:
+                    watch.disarm()
+                fallback = str(e)
+                continue
+            ex.packed_fallback = fallback  # type: ignore[attr-defined]
+            return ex
+        raise AssertionError("unreachable")  # pragma: no cover
     finally:
         if watch is not None:
             watch.close()

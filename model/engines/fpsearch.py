@@ -21,7 +21,10 @@ counterexample, the same one) are those of the default mode.  A counterexample i
 re-running the recorded successor positions from the initial state.
 
 Two distinct states with the same 64-bit fingerprint would be merged (TLC's risk too): with
-``n`` states the chance is about ``n**2 / 2**65``, 3e-6 for 10 million states.
+``n`` states the chance is about ``n**2 / 2**65``, 3e-6 for 10 million states.  A model with a
+packed view (:meth:`Model.packed`, model/engines/packing.py) is searched on its integers: no
+pickling, the state checks memoised; a packing of at most 64 bits (the consumer-lists reference:
+62) is its own fingerprint, so there is no such risk at all.
 """
 
 from __future__ import annotations
@@ -69,7 +72,8 @@ def replay_positions(model: Model, init_pos: int, positions: list[int], symmetry
     return _concretise(model, init, labs, canon, targets, goal)
 
 
-def explore_fingerprints(model: Model, max_states, symmetry: bool, progress, box: list, watch) -> Any:
+def explore_fingerprints(model: Model, max_states, symmetry: bool, progress, box: list, watch,
+                         use_packed: bool = True) -> Any:
     from conq.model.engines.results import Exploration, GuardInterrupt, SearchProgress, Verdict, _Checks
 
     chk = _Checks(model, symmetry)
@@ -80,7 +84,10 @@ def explore_fingerprints(model: Model, max_states, symmetry: bool, progress, box
     inits = None
     store, load = _dumps, _loads
     on_step = chk.on_step
-    packed = None if symmetry else model.packed()
+    packed = model.packed() if use_packed and not symmetry else None
+    expand = None if packed is None else packed.expand
+    #: a packing of at most 64 bits is its own fingerprint: exact, no collision, nothing to compute
+    exact = packed is not None and packed.codec.total_bits <= 64
     if packed is not None:
         # a packed model (model/engines/packing.py): the states are integers (nothing to pickle), their
         # fingerprints arithmetic, the state checks memoised, and a step the model's recording did
@@ -126,7 +133,7 @@ def explore_fingerprints(model: Model, max_states, symmetry: bool, progress, box
         init_set: set[int] = set()
         for pos, s in enumerate(model.init_states() if inits is None else inits):
             key = canon(s) if canon else s
-            f = fp(key)
+            f = key if exact else fp(key)
             if f not in init_set:
                 init_set.add(f)
                 parent.append(-1)
@@ -152,7 +159,19 @@ def explore_fingerprints(model: Model, max_states, symmetry: bool, progress, box
                 cand_append = cand.append
                 i = first + c0
                 cur[c0:c0 + CHUNK] = [None] * len(chunk)  # expanded: its slot no longer holds it
-                for s in map(load, chunk):
+                if expand is not None:  # packed: the recorded steps, a successor two integer operations
+                    for x in chunk:
+                        steps = expand(x)
+                        k = -1
+                        for a, o, keep, put in steps:
+                            k += 1
+                            y = (x & keep) | put
+                            cand_append((y if exact else fp(y), y, i, k))
+                            if a.__class__ not in skip:
+                                on_step(x, a, o, y, (i, k))
+                        transitions += len(steps)
+                        i += 1
+                for s in map(load, chunk) if expand is None else ():
                     succ = successors(s)
                     k = -1
                     for a, o, t in succ:

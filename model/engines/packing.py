@@ -153,7 +153,7 @@ class Codec:
                 size = len(vals)
             if size <= 0:
                 raise PackingError(f"{self.names[i]}: empty domain")
-            b = max(1, (size - 1).bit_length())
+            b = (size - 1).bit_length()  # 0 for a field of one value: it is known, never packed
             self.values.append(vals)
             self.codes.append(codes)
             self.shift.append(at)
@@ -208,10 +208,11 @@ class Codec:
         return self.full & ~clear, put
 
     def poisoned(self, state: tuple, known: int) -> tuple:
-        """``state`` with every field outside the mask ``known`` replaced by its poison."""
+        """``state`` with every field outside the mask ``known`` replaced by its poison (a field of
+        one value is never poisoned: its value is known)."""
         outside = self._outside.get(known)
         if outside is None:
-            outside = self._outside[known] = [i for i in range(self.width) if not known & self.fmask[i]]
+            outside = self._outside[known] = [i for i in range(self.width) if self.fmask[i] and not known & self.fmask[i]]
         if not outside:
             return state
         p = list(state)

@@ -32,11 +32,11 @@ import traceback
 from typing import Any, Callable
 
 from conq.model.engines.fingerprint import fingerprint
-from conq.model.engines.packing import Deferred
+from conq.model.engines.packing import Deferred, PackingError
 from conq.model.kernel import Kind, Model, Path
 
 
-def _worker(w: int, W: int, model: Model, symmetry: bool, conn, inboxes) -> None:
+def _worker(w: int, W: int, model: Model, symmetry: bool, conn, inboxes, use_packed: bool = True) -> None:
     from array import array
 
     from conq.model.engines.results import _Checks
@@ -49,7 +49,7 @@ def _worker(w: int, W: int, model: Model, symmetry: bool, conn, inboxes) -> None
         gc.disable()
         chk = _Checks(model, symmetry)
         canon = model.canonical if symmetry else None
-        packed = None if symmetry else model.packed()
+        packed = model.packed() if use_packed and not symmetry else None
         if packed is not None:  # integers, memoised checks (as fpsearch); a state is its own key
             chk.use_packed(packed.codec)
         seen: set[int] = set()
@@ -126,6 +126,8 @@ def _worker(w: int, W: int, model: Model, symmetry: bool, conn, inboxes) -> None
             elif msg[0] == "exit":
                 conn.send(("ok", None if packed is None else sum(sec.runs for sec in packed.sections)))
                 return
+    except PackingError as e:  # a state outside the packed domains: the coordinator falls back to tuples
+        conn.send(("packing", str(e)))
     except BaseException:  # noqa: BLE001 - reported to the coordinator, which raises it
         try:
             conn.send(("error", traceback.format_exc()))
@@ -278,7 +280,17 @@ def _expand_level_packed(current: list, w: int, W: int, packed: Any, chk: Any, s
     return out, transitions
 
 
-def explore_parallel(model: Model, W: int, max_states, symmetry: bool, progress, box: list, watch) -> Any:
+def _reply(r: tuple, w: int) -> tuple:
+    """A worker's reply, or its failure raised here (PackingError: the explorer falls back to tuples)."""
+    if r[0] == "packing":
+        raise PackingError(r[1])
+    if r[0] == "error":
+        raise RuntimeError(f"explorer worker {w} failed:\n{r[1]}")
+    return r
+
+
+def explore_parallel(model: Model, W: int, max_states, symmetry: bool, progress, box: list, watch,
+                     use_packed: bool = True) -> Any:
     from conq.model.engines.results import Exploration, SearchProgress, Verdict, _Checks
     from conq.model.engines.fpsearch import replay_positions
 
@@ -290,34 +302,35 @@ def explore_parallel(model: Model, W: int, max_states, symmetry: bool, progress,
     props = _Checks(model).props
     inboxes = [ctx.Queue() for _ in range(W)]
     pipes = [ctx.Pipe() for _ in range(W)]
-    procs = [ctx.Process(target=_worker, args=(w, W, model, symmetry, pipes[w][1], inboxes), daemon=True,
+    procs = [ctx.Process(target=_worker, args=(w, W, model, symmetry, pipes[w][1], inboxes, use_packed), daemon=True,
                          name=f"conq-explore-{w}") for w in range(W)]
     conns = [p[0] for p in pipes]
     complete, stop_reason = True, ""
     found: dict[tuple[str, str], tuple[int, int, Any]] = {}  # (kind, name) -> (level, worker, where)
 
     def ask_all(msg) -> list:
+        """Every worker's reply to ``msg``, taken as they come: a worker that fails while the others
+        wait for its share of a level (a PackingError, say) is heard at once, not after them."""
+        from multiprocessing.connection import wait
+
         for c in conns:
             c.send(msg)
-        replies = []
-        for w, c in enumerate(conns):
-            while not c.poll(0.05):
-                if watch is not None and watch.stop_reason:
-                    raise _Stop(watch.stop_reason)
-                if not procs[w].is_alive():
+        replies: list = [None] * W
+        waiting = {c: w for w, c in enumerate(conns)}
+        while waiting:
+            for c in wait(list(waiting), timeout=0.05):
+                w = waiting.pop(c)
+                replies[w] = _reply(c.recv(), w)
+            if watch is not None and watch.stop_reason:
+                raise _Stop(watch.stop_reason)
+            for c, w in waiting.items():
+                if not procs[w].is_alive() and not c.poll():
                     raise RuntimeError(f"explorer worker {w} died (exit code {procs[w].exitcode})")
-            r = c.recv()
-            if r[0] == "error":
-                raise RuntimeError(f"explorer worker {w} failed:\n{r[1]}")
-            replies.append(r)
         return replies
 
     def ask(w: int, msg):
         conns[w].send(msg)
-        r = conns[w].recv()
-        if r[0] == "error":
-            raise RuntimeError(f"explorer worker {w} failed:\n{r[1]}")
-        return r
+        return _reply(conns[w].recv(), w)
 
     states = transitions = levels = 0
     recordings: list = [None] * W
@@ -327,7 +340,7 @@ def explore_parallel(model: Model, W: int, max_states, symmetry: bool, progress,
             p.start()
         canon = model.canonical if symmetry else None
         init_items: list[list] = [[] for _ in range(W)]
-        packed = None if symmetry else model.packed()
+        packed = model.packed() if use_packed and not symmetry else None
         for pos, s in enumerate(model.init_states() if packed is None else packed.inits):
             key = canon(s) if canon else s
             if packed is None:
@@ -339,10 +352,7 @@ def explore_parallel(model: Model, W: int, max_states, symmetry: bool, progress,
             c.send(("init", init_items[w]))
         replies = []
         for w, c in enumerate(conns):
-            r = c.recv()
-            if r[0] == "error":
-                raise RuntimeError(f"explorer worker {w} failed:\n{r[1]}")
-            replies.append(r)
+            replies.append(_reply(c.recv(), w))
         try:
             while True:
                 states = sum(r[1] for r in replies)

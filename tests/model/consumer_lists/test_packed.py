@@ -156,3 +156,30 @@ def test_two_workers_share_what_the_sections_record():
     assert all(r > 0 for r in split), split
     assert sum(split) < 1.25 * alone, (split, alone)
     assert max(split) < 0.75 * alone, (split, alone)
+
+
+@pytest.mark.parametrize("mode", [{}, dict(fingerprints=True), dict(workers=2)])
+def test_a_state_outside_the_packed_domains_falls_back_to_tuples(monkeypatch, mode):
+    """The domains are hints of the model's design (an acquirer never marks an entry seen, ...); a
+    variant that breaks one is still checked: the explorer searches its states as tuples, from the
+    start, with the same verdicts and counterexamples, and says why."""
+    import multiprocessing
+
+    from conq.model.consumer_lists import packed as packed_view
+
+    want = explore(_unpacked("acquire-no-cas", monkeypatch), liveness=False, **mode)
+    real = packed_view.field_domains
+
+    def too_narrow(model):
+        doms = real(model)
+        doms[model.MB] = (0,)  # message 0 never arrives: wrong, the first enqueue leaves it
+        return doms
+
+    monkeypatch.setattr(packed_view, "field_domains", too_narrow)
+    m = load_model("consumer-lists", "acquire-no-cas", {})
+    got = explore(m, liveness=False, **mode)
+    assert "message 0 status: value 1 is outside its declared domain" in got.packed_fallback
+    assert (got.states, got.transitions, got.depth) == (want.states, want.transitions, want.depth)
+    assert [(v.prop.name, v.status, None if v.path is None else len(v.path.steps)) for v in got.verdicts] == \
+        [(v.prop.name, v.status, None if v.path is None else len(v.path.steps)) for v in want.verdicts]
+    assert multiprocessing.active_children() == []

@@ -20,6 +20,7 @@ def _states():
 def test_the_codec_round_trips_every_state_and_packs_tightly():
     codec = Codec(DOMAINS)
     assert codec.total_bits == 2 + 1 + 3 + 2
+    assert Codec([range(1), (7,), range(2)]).total_bits == 1  # a field of one value takes no bit
     seen = set()
     for s in _states():
         x = codec.encode(s)
