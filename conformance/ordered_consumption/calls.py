@@ -52,7 +52,9 @@ observation); ``"abandoned"``.
 
 Every state of this view is a state of the model (the composition only takes model steps), so the
 model's ``always`` and ``sometimes`` properties apply unchanged; step and liveness properties speak
-of the model's finer steps and stay with the model.
+of the model's finer steps and stay with the model.  The model's ``assignment_stable`` (the ghost
+step of its liveness assumption that rebalancing ends) is not a call: it only disables later
+rebalance steps, so every call sequence after it is one without it, and this view leaves it out.
 
 Snapshot (:meth:`OrderedConsumptionCalls.observe`, the driver reports the same shape)::
 
@@ -190,6 +192,9 @@ class OrderedConsumptionCalls(Model):
             return (name + "_answer", a[1], o)
         if name in ("next_attempt_delay", "expire", "drop_process_queue", "create_process_queue", "abandon"):
             return a
+        # ``assignment_stable`` is no call: a ghost of the liveness assumption "rebalancing ends" (model.py
+        # ``_assignment_stable``), which only disables later rebalance steps; every call sequence after it
+        # is one without it, so this view leaves it out and its states keep the assignment changeable
         return None
 
     def _compose(self, s):
@@ -326,7 +331,7 @@ def observation_of_state(base: Model, s: Any, one_client: bool = False) -> dict[
         return {"role": ROLE_NAMES[role],
                 "messages": [{"server": SRV_NAMES[srv], "attempt": d} for srv, d in s[1]],
                 "consumers": views}
-    _, msgs, pqs = s
+    msgs, pqs = s[1], s[2]
     thr_c, thr_b = base._thresholds(pqs)
     queues = []
     for p, (w, nf, lk, _wk, asg) in enumerate(pqs):

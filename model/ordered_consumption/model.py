@@ -128,6 +128,7 @@ class OrderedConsumptionModel(Model):
         "receive": ("p",), "take": ("p",), "dispatch": ("p",), "consume": ("m",), "ack": ("m",),
         "change_invisible": ("m",), "forward_to_dlq": ("m",), "abandon": ("m",), "expire": ("m",), "unlock": ("p",),
         "next_attempt_delay": ("m",), "drop_process_queue": ("p",), "create_process_queue": ("p",),
+        "assignment_stable": (),
         "call_receive": ("th",), "call_ack": ("th", "m"), "call_change_invisible": ("th", "m"), "rpc": ("th",),
         # the calls of the call-level view (conformance/ordered_consumption/calls.py), which name the
         # server's answer or the listener's result; answer / result: the model's observation name
@@ -212,10 +213,13 @@ class OrderedConsumptionModel(Model):
         empty_pqs = tuple((0, 0, 0, W_IDLE, 1) for _ in range(c.queues))
         if self.multi:
             empty_msgs, empty_pqs = self._group_init()
+        # the assignment: 0 while the environment may still rebalance, 1 once it changes no more (without
+        # rebalance it never changes: 1 from the start); see ``_assignment_stable``
+        final = 0 if c.rebalance else 1
         if STANDARD in self.roles:
-            out.append((STANDARD, empty_msgs, empty_pqs))
+            out.append((STANDARD, empty_msgs, empty_pqs, final))
         if FIFO in self.roles:
-            out.append((FIFO, empty_msgs, empty_pqs))
+            out.append((FIFO, empty_msgs, empty_pqs, final))
         if SIMPLE in self.roles:
             calls = tuple((OP_NONE, -1, 0) for _ in range(c.simple_threads))
             out.append((SIMPLE, tuple((S_READY, 0, 0) for _ in range(self.n_msgs)), 0, calls))
@@ -347,7 +351,7 @@ class OrderedConsumptionModel(Model):
         """The push consumer's actions in state s; ``expiry``: also the server's expiries (one client per
         group; with several, :meth:`_g_actions` lists them once for the group)."""
         c = self.config
-        _, msgs, pqs = s
+        msgs, pqs, final = s[1], s[2], s[3]
         acts = []
         for p in range(c.queues):
             # the receive loop of every process queue never stops (one of a queue without messages
@@ -375,26 +379,51 @@ class OrderedConsumptionModel(Model):
                 acts.append(("forward_to_dlq", m))
             if expiry and srv == S_INVIS and (c.expiry_while_held or (cli == C_NONE and not pending)):
                 acts.append(("expire", m))
-        if c.rebalance:
+        if c.rebalance and not final:
             for p in range(c.queues):
                 if self.by_queue[p]:  # a queue with messages (another one only moves the thresholds)
                     acts.append(("drop_process_queue", p) if pqs[p][4] else ("create_process_queue", p))
+            if expiry:  # the group's (one client: this one's)
+                acts.append(("assignment_stable",))
         return acts
 
     def _c_step(self, s, a):
-        role, msgs, pqs = s
+        role, msgs, pqs, final = s
         name = a[0]
+        if name == "assignment_stable":
+            return self._assignment_stable(s)
         if name in self._PQ_STEPS:
             p = a[1]
             if not 0 <= p < self.config.queues:
                 return []
-            return getattr(self, self._PQ_STEPS[name])(role, msgs, pqs, p)
-        if name in self._MSG_STEPS:
+            if name in self._REBALANCE and final:
+                return []
+            outs = getattr(self, self._PQ_STEPS[name])(role, msgs, pqs, p)
+        elif name in self._MSG_STEPS:
             m = a[1]
             if not 0 <= m < self.n_msgs:
                 return []
-            return getattr(self, self._MSG_STEPS[name])(role, msgs, pqs, m)
-        return []
+            outs = getattr(self, self._MSG_STEPS[name])(role, msgs, pqs, m)
+        else:
+            return []
+        # the steps below work on (role, msgs, pqs); no step but ``assignment_stable`` changes the flag
+        return [(o, t + (final,)) for o, t in outs]
+
+    _REBALANCE = ("drop_process_queue", "create_process_queue")
+
+    def _assignment_stable(self, s):
+        """The assignment changes no more (the environment's last rebalance is behind it): the one step
+        that encodes the assumption "the environment rebalances finitely often" under weak fairness.  It
+        stays enabled until taken, so every weakly fair run takes it (:meth:`fair`), and no rebalance is
+        enabled after it.  Seed 001 has no rebalance at all (one process queue per message queue, for
+        good); upstream asks for the assignment every 5 s (``PushConsumerImpl.startUp``:
+        ``scheduleWithFixedDelay(scanAssignments, 1, 5, SECONDS)``) and ``syncProcessQueue`` drops or
+        creates a process queue only when the server's answer changed (a consumer joined or left, the
+        route changed), while a created process queue receives at once (``fetchMessageImmediately``).
+        spec/ordered-consumption.md, "Rebalancing that never ends"."""
+        if not self.config.rebalance or s[3]:
+            return []
+        return [("stable", s[:3] + (1,))]
 
     _PQ_STEPS = {"receive": "_receive", "dispatch": "_dispatch", "take": "_take", "unlock": "_unlock",
                  "drop_process_queue": "_drop_process_queue", "create_process_queue": "_create_process_queue"}
@@ -720,22 +749,22 @@ class OrderedConsumptionModel(Model):
 
     def consumer_view(self, s, i):
         """Client i's view of group state s: a one-client push state (role, msgs, pqs)."""
-        role, server, clients = s
+        role, server, clients, final = s
         copies, pqs = clients[i]
-        return (role, tuple(sv + cp for sv, cp in zip(server, copies)), pqs)
+        return (role, tuple(sv + cp for sv, cp in zip(server, copies)), pqs, final)
 
     def consumer_views(self, s):
         """Every client's (msgs, pqs) of a push state (one client: the state's own two fields)."""
         if not self.multi:
             return ((s[1], s[2]),)
-        return tuple(self.consumer_view(s, i)[1:] for i in range(self.config.consumers))
+        return tuple(self.consumer_view(s, i)[1:3] for i in range(self.config.consumers))
 
     def _with_view(self, s, i, t):
         """Group state s after client i's view became t: every message's server fields and client i's
         copies and process queues from t; another client's record of a message whose server fields
         the step changed is normalised as that client's own step would (``_norm``: settled, not held)."""
-        role, server, clients = s
-        _, msgs, pqs = t
+        role, server, clients, _ = s
+        msgs, pqs = t[1], t[2]
         new_server = tuple(r[:2] for r in msgs)
         out = list(clients)
         out[i] = (tuple(r[2:] for r in msgs), pqs)
@@ -744,7 +773,7 @@ class OrderedConsumptionModel(Model):
                 if j != i:
                     out[j] = (tuple(self._norm(sv1 + cp)[2:] if sv1 != sv else cp
                                     for sv, sv1, cp in zip(server, new_server, copies)), jpqs)
-        return (role, new_server, tuple(out))
+        return (role, new_server, tuple(out), t[3])
 
     @staticmethod
     def _holds(cp) -> bool:
@@ -753,7 +782,7 @@ class OrderedConsumptionModel(Model):
 
     def _g_actions(self, s):
         c = self.config
-        _, server, clients = s
+        _, server, clients, final = s
         acts = []
         for i in range(c.consumers):
             acts += [(a[0], self.group_param(a[0], i, a[1]))
@@ -762,6 +791,8 @@ class OrderedConsumptionModel(Model):
             # the server's expiry, once for the group; without expiry_while_held only while no client holds m
             if srv == S_INVIS and (c.expiry_while_held or not any(self._holds(cp[m]) for cp, _ in clients)):
                 acts.append(("expire", m))
+        if c.rebalance and not final:
+            acts.append(("assignment_stable",))  # the group's assignment, once
         return acts
 
     def _g_step(self, s, a):
@@ -771,6 +802,8 @@ class OrderedConsumptionModel(Model):
             if isinstance(m, bool) or not isinstance(m, int) or not 0 <= m < self.n_msgs:
                 return []
             return self._g_expire(s, m)
+        if name == "assignment_stable":
+            return self._assignment_stable(s)
         if name not in self._PQ_STEPS and name not in self._MSG_STEPS or len(a) != 2:
             return []
         x = a[1]
@@ -794,14 +827,14 @@ class OrderedConsumptionModel(Model):
 
     def _g_expire(self, s, m):
         c = self.config
-        role, server, clients = s
+        role, server, clients, final = s
         if server[m][0] != S_INVIS or not (c.expiry_while_held or not any(self._holds(cp[m]) for cp, _ in clients)):
             return []
         out, o, rec = [], None, None
         for copies, pqs in clients:
             o, rec = self._expired(server[m] + copies[m])
             out.append((_set(copies, m, rec[2:]), pqs))
-        return [(o, (role, _set(server, m, rec[:2]), tuple(out)))]
+        return [(o, (role, _set(server, m, rec[:2]), tuple(out), final))]
 
     # ===================================================== simple consumer
     # Seed 001 "Simple consumer": every call is one remote call, no internal retry;
@@ -952,8 +985,10 @@ class OrderedConsumptionModel(Model):
         retry policy's delay, a receive answered with messages (or none), and a settle answered
         with its definitive result (OK to a valid handle, INVALID_RECEIPT_HANDLE / NOT_FOUND to a
         stale one) are eventually taken while they stay enabled.  Not forced: timeouts, throttling,
-        lost answers and BAD_REQUEST; the simple consumer's application calls; rebalance (the
-        assignment is the environment's)."""
+        lost answers and BAD_REQUEST; the simple consumer's application calls; any one rebalance (the
+        assignment is the environment's).  The environment's one fair step is ``assignment_stable``: the
+        assignment eventually changes no more (rebalancing is finite, however long), see
+        :meth:`_assignment_stable`."""
         name = action[0]
         o = observation
         if name in ("ack", "change_invisible", "forward_to_dlq"):
@@ -1032,11 +1067,11 @@ class OrderedConsumptionModel(Model):
                 for q, pq in enumerate(pqs):
                     qs[sigma[q]] = pq
                 clients.append((tuple(cps), tuple(qs)))
-            return (role, tuple(msgs), tuple(clients))
+            return (role, tuple(msgs), tuple(clients), s[3])
         pqs = [None] * len(s[2])
         for q, pq in enumerate(s[2]):
             pqs[sigma[q]] = pq
-        return (role, tuple(msgs), tuple(pqs))
+        return (role, tuple(msgs), tuple(pqs), s[3])
 
     def orbit(self, s):
         """Every renaming of ``s`` (itself included): the class :meth:`canonical` picks the least of."""
@@ -1115,20 +1150,27 @@ class OrderedConsumptionModel(Model):
                 ],
             }
         if self.multi:
-            _, server, clients = s
+            _, server, clients, _ = s
             return {
                 "role": ROLE_NAMES[role],
                 "messages": [{"id": m, "queue": self.config.msg_queue[m], "server": SRV_NAMES[srv], "attempt": d}
                              for m, (srv, d) in enumerate(server)],
                 "consumers": [
-                    {k: v for k, v in self._push_view(self.consumer_view(s, i), one_client=True).items() if k != "role"}
+                    {k: v for k, v in self._push_view(self.consumer_view(s, i), one_client=True).items()
+                     if k not in ("role", "assignment")}
                     for i in range(len(clients))
                 ],
+                **self._assignment_view(s),
             }
         return self._push_view(s)
 
+    def _assignment_view(self, s):
+        """With rebalance: whether the environment may still change the assignment (no key without: it
+        never changes, and the views of those configurations stay as they were)."""
+        return {"assignment": "stable" if s[3] else "may change"} if self.config.rebalance else {}
+
     def _push_view(self, s, one_client: bool = False):
-        role, msgs, pqs = s
+        role, msgs, pqs = s[:3]
         return {
             "role": ROLE_NAMES[role],
             "messages": [
@@ -1153,6 +1195,7 @@ class OrderedConsumptionModel(Model):
                  "assigned": bool(asg)}
                 for w, nf, lk, wk, asg in pqs
             ],
+            **self._assignment_view(s),
         }
 
     def actors(self, action, observation):
@@ -1184,4 +1227,6 @@ class OrderedConsumptionModel(Model):
             return ("retry-policy", "consumer")
         if name in ("drop_process_queue", "create_process_queue"):
             return ("rebalance", "process-queue")
+        if name == "assignment_stable":
+            return ("rebalance", "rebalance")
         return ("user", "client")

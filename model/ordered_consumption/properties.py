@@ -400,20 +400,27 @@ def build_properties(self: Model) -> list:
         "weak fairness of every client step (receive loop, dispatcher, consumption, retry-policy delay, unlock), "
         "of a receive answered with messages or none, of the definitive answer to a settle (OK to a valid receipt "
         "handle, INVALID_RECEIPT_HANDLE / NOT_FOUND to a stale one) and of the server's invisible-time expiry; "
-        "timeouts, throttling, lost answers and BAD_REQUEST are never forced, nor is a rebalance"
+        "timeouts, throttling, lost answers and BAD_REQUEST are never forced, nor is any one rebalance"
+        + ("; the assignment eventually changes no more (rebalancing ends, after any number of steps: the "
+           "environment's one weakly fair step, assignment_stable)" if c.rebalance else "")
     )
 
-    def held_by_none(s, q):
-        """No consumer of the group has queue q assigned (its process queue dropped everywhere)."""
-        return not any(pqs[q][4] for _, pqs in views(s))
+    def taken_away_for_good(s, q):
+        """Queue q is assigned to no consumer of the group (its process queue dropped everywhere), and the
+        assignment changes no more (``s[3]``, model.py ``_assignment_stable``; without rebalance it never
+        changes).  A queue taken away and given back is not excused: while the assignment may change, a
+        drop is a moment, not an exception (spec/ordered-consumption.md, "Rebalancing that never ends")."""
+        return s[3] and not any(pqs[q][4] for _, pqs in views(s))
 
     add(PUSH, leads_to(
         "received-eventually-settled",
         "once a message is received, every message (each received one in particular) is eventually acked or "
-        "dead-lettered, unless its queue was taken away from this consumer"
-        + (" (from every consumer of the group)" if multi else ""),
+        "dead-lettered, unless its queue was taken away from this consumer for good"
+        + (" (from every consumer of the group)" if multi else "")
+        + (" (the assignment changes no more and gives it to no consumer)" if c.rebalance else ""),
         lambda s: s[0] in PUSH and any(r[1] >= 1 for r in s[1]),
-        lambda s: s[0] not in PUSH or all(r[0] in SETTLED or held_by_none(s, c.msg_queue[m]) for m, r in enumerate(s[1])),
+        lambda s: s[0] not in PUSH or all(r[0] in SETTLED or taken_away_for_good(s, c.msg_queue[m])
+                                          for m, r in enumerate(s[1])),
         fairness=push_fair,
     ))
     add(PUSH, leads_to(

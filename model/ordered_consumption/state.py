@@ -103,8 +103,9 @@ class OCConfig:
     # process queues (seed 001: one process queue per message queue, per client) and its own copies;
     # the broker's per-group state -- visibility, delivery counts, the FIFO gate, outcomes -- is one
     # for the group (impl/ordered_consumption/broker.py ``_gq``: one ``_GQ`` per queue and group, not
-    # per client).  With more than one, a push state is (role, server, clients) (model.py, "several
-    # push consumers") and a push action names its consumer: ``(c, p)`` / ``(c, m)``.
+    # per client).  With more than one, a push state is (role, server, clients, assignment stable)
+    # (model.py, "several push consumers"; one client: (role, msgs, pqs, assignment stable)) and a push
+    # action names its consumer: ``(c, p)`` / ``(c, m)``.
     consumers: int = 1
     # the broker's assignment of queues to the group's clients (broker.py ``query_assignment``):
     # False "shared", every client every queue (RocketMQ 5 pop; the upstream workloads' groups);

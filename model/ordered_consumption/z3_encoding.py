@@ -102,6 +102,8 @@ SCALARS = (
     "phase", "mtype", "group", "sent", "queue", "backoff", "elapsed", "result", "cur",
     # simple consumer
     "rr",
+    # push: the assignment changes no more (model.py ``_assignment_stable``)
+    "stable",
 )
 INT_ARRAYS = (
     "mq", "sz",  # message -> queue, message -> size (constant)
@@ -268,7 +270,8 @@ class OrderedConsumptionEncoding(Encoding):
                     rng(s.old[m], 0, 1), s.okd[m] >= 0, s.tot[m] >= 0), name="msg!wf2"),
                 self.each("queue", s.Q, lambda p: z3.And(
                     rng(s.waiting[p], 0, 1), rng(s.notified[p], 0, 1), rng(s.locked[p], 0, 1),
-                    rng(s.worker[p], W_IDLE, W_UNLOCK), rng(s.assigned[p], 0, 1)), name="queue!wf"))))
+                    rng(s.worker[p], W_IDLE, W_UNLOCK), rng(s.assigned[p], 0, 1)), name="queue!wf"),
+                rng(s.stable, 0, 1))))
         if SIMPLE in self.roles:
             by_role.append(z3.Implies(s.role == SIMPLE, z3.And(
                 0 <= s.rr, s.rr < s.Q,
@@ -305,6 +308,7 @@ class OrderedConsumptionEncoding(Encoding):
                         ("srv", S_READY), ("dl", 0), ("cli", C_NONE), ("inc", 0), ("cons", 0),
                         ("cd", 0), ("pd", 0), ("memo", M_NONE), ("old", 0), ("okd", 0), ("tot", 0),
                         ("waiting", 0), ("notified", 0), ("locked", 0), ("worker", W_IDLE), ("assigned", 1))],
+                    s.stable == (0 if c.rebalance else 1),
                 ))
         if SIMPLE in self.roles:
             out.append(z3.And(
@@ -584,7 +588,7 @@ class OrderedConsumptionEncoding(Encoding):
             busy = lambda x: z3.And(mine(x), s.cli[x] != C_NONE, s.cli[x] != C_CACHED)
             gone = lambda x: z3.And(cached(x), settled(s.srv[x]))  # discarded and normalised
             memo = (lambda x: s.memo[x]) if c.memo_survives_drop else (lambda x: z3.If(mine(x), M_NONE, s.memo[x]))
-            return z3.And(is_push(s), pq(s, p), s.assigned[p] != 0, has_msgs(s, p), self._upd(
+            return z3.And(is_push(s), pq(s, p), s.stable == 0, s.assigned[p] != 0, has_msgs(s, p), self._upd(
                 s, t,
                 cli=self._lam(s.cli, lambda x: z3.If(cached(x), C_NONE, s.cli[x])),
                 inc=self._lam(s.inc, lambda x: z3.If(z3.Or(cached(x), busy(x)), 0, s.inc[x])),
@@ -600,10 +604,13 @@ class OrderedConsumptionEncoding(Encoding):
             ))
 
         def create_process_queue(s, t, p):
-            return z3.And(is_push(s), pq(s, p), s.assigned[p] == 0, has_msgs(s, p), self._upd(
+            return z3.And(is_push(s), pq(s, p), s.stable == 0, s.assigned[p] == 0, has_msgs(s, p), self._upd(
                 s, t, waiting=z3.Store(s.waiting, p, 0), notified=z3.Store(s.notified, p, 0),
                 locked=z3.Store(s.locked, p, 0), worker=z3.Store(s.worker, p, W_IDLE),
                 assigned=z3.Store(s.assigned, p, 1)))
+
+        def assignment_stable(s, t):
+            return z3.And(is_push(s), s.stable == 0, self._upd(s, t, stable=1))
 
         def expire(s, t, m):
             out = []
@@ -649,6 +656,7 @@ class OrderedConsumptionEncoding(Encoding):
                 acts += [
                     SymAction("drop_process_queue", [("p", I)], drop_process_queue),
                     SymAction("create_process_queue", [("p", I)], create_process_queue),
+                    SymAction("assignment_stable", [], assignment_stable),
                 ]
         if roles & {STANDARD, FIFO, SIMPLE}:
             acts.append(SymAction("expire", [("m", I)], expire))
@@ -888,11 +896,12 @@ class OrderedConsumptionEncoding(Encoding):
             for k, (op, cm, reqs) in enumerate(calls):
                 out += [s.op[k] == op, s.cm[k] == cm, s.reqs[k] == reqs]
         else:
-            _, msgs, pqs = state
+            _, msgs, pqs, stable = state
             for k, r in enumerate(msgs):
                 out += [s[f][k] == v for f, v in zip(MSG_FIELDS, r)]
             for k, pq in enumerate(pqs):
                 out += [s[f][k] == v for f, v in zip(PQ_FIELDS, pq)]
+            out.append(s.stable == stable)
         return z3.And(out)
 
     def decode(self, m, s, model):
@@ -909,7 +918,8 @@ class OrderedConsumptionEncoding(Encoding):
                     tuple((ev(s.op[k]), ev(s.cm[k]), ev(s.reqs[k])) for k in range(T)))
         return (role,
                 tuple(tuple(ev(s[f][k]) for f in MSG_FIELDS) for k in range(n)),
-                tuple(tuple(ev(s[f][k]) for f in PQ_FIELDS) for k in range(Q)))
+                tuple(tuple(ev(s[f][k]) for f in PQ_FIELDS) for k in range(Q)),
+                ev(s.stable))
 
     def action_args(self, action, model):
         name, *args = action
@@ -934,7 +944,8 @@ class OrderedConsumptionEncoding(Encoding):
                     + [(a, th, m) for a in ("call_ack", "call_change_invisible") for th in range(T) for m in range(n)]
                     + [("rpc", th) for th in range(T)] + [("abandon", m) for m in range(n)] + [("expire", m) for m in range(n)])
         return ([(a, p) for a in ("receive", "dispatch", "take", "unlock") for p in range(Q)]
-                + ([(a, p) for a in ("drop_process_queue", "create_process_queue") for p in range(Q)] if c.rebalance else [])
+                + ([(a, p) for a in ("drop_process_queue", "create_process_queue") for p in range(Q)] + [("assignment_stable",)]
+                   if c.rebalance else [])
                 + [(a, m) for a in ("consume", "next_attempt_delay", "ack", "change_invisible", "forward_to_dlq", "expire")
                    for m in range(n)])
 
@@ -993,5 +1004,6 @@ class OrderedConsumptionEncoding(Encoding):
                          "process_queues": {k: {"waiting": ev(s.waiting[k]), "notified": ev(s.notified[k]),
                                                 "locked": ev(s.locked[k]), "worker": name(WORKER_NAMES, ev(s.worker[k])),
                                                 "assigned": ev(s.assigned[k])}
-                                            for k in shown(PQ_FIELDS, Q)}})
+                                            for k in shown(PQ_FIELDS, Q)},
+                         "assignment": "stable" if ev(s.stable) else "may change"})
         return view

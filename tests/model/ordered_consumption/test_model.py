@@ -244,7 +244,7 @@ def test_fifo_failure_reconsumes_then_dead_letters_at_max():
         s = outcome(m, s, a, o)
     s = outcome(m, s, ("consume", 0), ("fail", 1))
     assert s[1][0][2] == oc.C_DELAY and m.actions(s) == [("receive", 0), ("next_attempt_delay", 0), ("expire", 0),
-                                                        ("drop_process_queue", 0)]
+                                                        ("drop_process_queue", 0), ("assignment_stable",)]
     s = outcome(m, s, ("next_attempt_delay", 0), "elapsed")  # the retry policy's delay: consume again
     assert s[1][0][2] == oc.C_CONSUMING
     s = outcome(m, s, ("consume", 0), ("fail", 2))
@@ -416,6 +416,8 @@ def test_fairness_never_forces_failures_or_user_calls():
     assert m.fair(("drop_process_queue", 0), "dropped") is None
     assert m.fair(("create_process_queue", 0), "created") is None
     assert m.fair(("next_attempt_delay", 0), "elapsed") == ("next_attempt_delay", 0)
+    # ... but rebalancing ends: the environment's one fair step (spec "Rebalancing that never ends")
+    assert m.fair(("assignment_stable",), "stable") == ("assignment_stable",)
 
 
 def test_properties_follow_the_enabled_roles():
@@ -659,8 +661,9 @@ def test_one_consumer_keeps_the_one_client_shape_and_counts():
 def test_the_group_shares_the_servers_state_and_each_consumer_has_its_own_process_queues():
     m = _group()
     s = _group_init(m)
-    role, server, clients = s
+    role, server, clients, final = s
     assert role == oc.FIFO and server == ((oc.S_READY, 0), (oc.S_READY, 0)) and len(clients) == 2
+    assert final == 1  # no rebalance: the assignment never changes
     # shared assignment: both consumers hold both queues (only queue 0 has messages: one loop each)
     assert all(pq[4] == 1 for _, pqs in clients for pq in pqs)
     assert [a for a in m.actions(s) if a[0] == "receive"] == [("receive", 0), ("receive", 2)]
@@ -672,7 +675,7 @@ def test_the_group_shares_the_servers_state_and_each_consumer_has_its_own_proces
     assert view[1][0] == (oc.S_READY, 0) + clients[1][0][0] and view[2] == clients[1][1]
     # exclusive assignment: queue q to consumer q mod consumers (broker.py query_assignment)
     ex = _group(exclusive_assignment=True)
-    _, _, cl = _group_init(ex)
+    _, _, cl, _ = _group_init(ex)
     assert [[pq[4] for pq in pqs] for _, pqs in cl] == [[1, 0], [0, 1]]
     assert [a for a in ex.actions(_group_init(ex)) if a[0] == "receive"] == [("receive", 0)]
 
@@ -762,3 +765,74 @@ def test_group_properties_are_listed_with_several_consumers_only():
     assert GROUP_PROPERTIES <= names and "fifo-order" in names and "no-stall" in names
     assert not GROUP_PROPERTIES & {p.name for p in model("push-fifo").property_list()}
     assert OrderedConsumptionModel.validate_config(dataclasses.replace(_group().config, consumers=0))
+
+
+# -- (g) rebalancing that never ends (spec/ordered-consumption.md, "Rebalancing that never ends") ------------
+
+#: push-standard with one message on each queue: the configuration whose lasso showed the gap
+TWO_QUEUES = dict(msg_queue=(0, 1), msg_size=(1, 1))
+REBALANCE = ("drop_process_queue", "create_process_queue")
+
+
+class _RebalanceForever(OrderedConsumptionModel):
+    """The model without the assumption that rebalancing ends: ``assignment_stable`` is never forced, so a
+    run may rebalance for ever (the model before the assumption, as far as liveness goes)."""
+
+    def fair(self, action, observation):
+        return None if action[0] == "assignment_stable" else super().fair(action, observation)
+
+
+def test_rebalancing_that_ends_lets_every_received_message_settle_on_two_queues():
+    # .venv/bin/conq check ordered-consumption --config push-standard --set 'msg_queue=[0,1]' --set 'msg_size=[1,1]'
+    # (before the assumption: 24,336 states, 241,720 transitions, received-eventually-settled violated)
+    ex = explore(model("push-standard", **TWO_QUEUES))
+    assert ex.complete and (ex.states, ex.transitions) == (48672, 459104)
+    assert ex.verdict("received-eventually-settled").status == "holds"
+    assert all(v.status in ("holds", "witnessed") for v in ex.verdicts), [(v.prop.name, v.status) for v in ex.verdicts]
+    # the states double: each one with the assignment still changeable has its copy with it stable
+    assert sum(1 for s in ex.state_list if s[3]) == ex.states // 2
+
+
+def test_without_the_assumption_the_environment_starves_the_consumer_by_rebalancing_alone():
+    """What showed the gap: a fair cycle of rebalance steps alone.  Every client step the cycle leaves
+    out (a queue's receive loop) is disabled in some state of it, since its queue is taken away there, so
+    weak fairness never forces it.  No client can do better: the assumption is about the environment, not
+    a weakness of the consumer.  (Before the assumption, with the exception read at each moment, the
+    lasso took both queues away in turn: create 0, drop 1, create 1, drop 0.)"""
+    m = _RebalanceForever(model("push-standard", **TWO_QUEUES).config)
+    ex = explore(m)
+    assert (ex.states, ex.transitions) == (48672, 459104)  # the same graph: only fairness differs
+    v = ex.verdict("received-eventually-settled")
+    assert v.status == "violated" and v.cycle is not None
+    cycle = [a for a, _, _ in v.cycle.steps]
+    assert cycle and all(a[0] in REBALANCE for a in cycle), cycle
+    client = {a for s in [v.cycle.init] + [t for _, _, t in v.cycle.steps] for a in m.actions(s)
+              if a[0] not in REBALANCE + ("assignment_stable",)}
+    in_every = [a for a in client if all(a in m.actions(t) for t in [v.cycle.init] + [t for _, _, t in v.cycle.steps])]
+    assert in_every == [], in_every  # no client step stays enabled throughout: weak fairness forces none
+    # the rest of the model is untouched by the assumption
+    assert ex.verdict("no-stall").status == "holds" and ex.verdict("full-cache-resumes").status == "holds"
+
+
+def test_the_assumption_hides_no_client_fault():
+    """With rebalance on, a lost wake-up (mutant-fifo-unlock-no-signal) still stalls the consumer: after
+    the assignment became stable the receive loop keeps receiving nothing and the cached message is never
+    taken."""
+    m = model("mutant-fifo-unlock-no-signal", rebalance=True)
+    v = explore(m).verdict("received-eventually-settled")
+    assert v.status == "violated"
+    assert ("assignment_stable",) in [a for a, _, _ in v.path.steps]
+    assert all(a[0] not in REBALANCE and a[0] != "assignment_stable" for a, _, _ in v.cycle.steps)
+
+
+def test_no_rebalance_after_the_assignment_is_stable():
+    m = model("push-fifo")
+    [s] = m.init_states()
+    assert s[3] == 0 and ("drop_process_queue", 0) in m.actions(s) and ("assignment_stable",) in m.actions(s)
+    [(o, t)] = m.step(s, ("assignment_stable",))
+    assert o == "stable" and t == s[:3] + (1,)
+    assert not [a for a in m.actions(t) if a[0] in REBALANCE + ("assignment_stable",)]
+    assert m.step(t, ("drop_process_queue", 0)) == [] and m.step(t, ("assignment_stable",)) == []
+    # without rebalance the assignment never changes: stable from the start, no such step
+    [s0] = model("push-fifo-shared-group").init_states()
+    assert s0[3] == 1 and ("assignment_stable",) not in model("push-fifo-shared-group").actions(s0)
