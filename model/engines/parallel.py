@@ -29,7 +29,10 @@ import gc
 import multiprocessing as mp
 import time
 import traceback
+from array import array
 from typing import Any, Callable
+
+import numpy as np
 
 from conq.model.engines.fingerprint import fingerprint
 from conq.model.engines.packing import Deferred, PackingError
@@ -60,6 +63,9 @@ def _worker(w: int, W: int, model: Model, symmetry: bool, conn, inboxes, use_pac
         inbox = inboxes[w]
         inbox_of = inboxes
         reported: dict = {}
+        #: a packing of at most 64 bits: states are exact machine words, partitioned, deduplicated
+        #: and admitted in bulk with numpy (_Exact), the Python loop only expands
+        exact = _Exact(w, W, parent, via, frontier, chk) if packed is not None and packed.codec.total_bits <= 64 else None
 
         def admit(items) -> None:
             for f, key, par, k in items:
@@ -104,7 +110,12 @@ def _worker(w: int, W: int, model: Model, symmetry: bool, conn, inboxes, use_pac
         while True:
             msg = conn.recv()
             if msg[0] == "init":
-                admit(msg[1])
+                if exact is not None:
+                    exact.admit([(np.array([f for f, _key, _par, _k in msg[1]], dtype=np.uint64),
+                                  np.array([par for _f, _key, par, _k in msg[1]], dtype=np.int64),
+                                  np.array([k for _f, _key, _par, k in msg[1]], dtype=np.int64))])
+                else:
+                    admit(msg[1])
                 conn.send(("ok", len(parent), 0, news(), bool(frontier)))
             elif msg[0] == "level":
                 level = msg[1]
@@ -113,12 +124,18 @@ def _worker(w: int, W: int, model: Model, symmetry: bool, conn, inboxes, use_pac
                     out, transitions = _expand_level(current, w, W, model, chk, canon, seen, sent)
                 else:
                     out, transitions = _expand_level_packed(current, w, W, packed, chk, seen, sent,
-                                                            lambda phase, by_dest: exchange(level, phase, by_dest))
-                mine = out[w]
-                got = exchange(level, 0, out)
-                admit(mine)
-                for _sender, items in got:
-                    admit(items)
+                                                            lambda phase, by_dest: exchange(level, phase, by_dest),
+                                                            exact is not None)
+                if exact is not None:
+                    mine, by_dest = exact.partition(*out)
+                    got = exchange(level, 0, by_dest)
+                    exact.admit([mine] + [exact.unpack(payload) for _sender, payload in got])
+                else:
+                    mine = out[w]
+                    got = exchange(level, 0, out)
+                    admit(mine)
+                    for _sender, items in got:
+                        admit(items)
                 conn.send(("ok", len(parent), transitions, news(), bool(frontier)))
             elif msg[0] == "parent":
                 local = msg[1]
@@ -175,7 +192,7 @@ def packed_owner(x: int, W: int) -> int:
 
 
 def _expand_level_packed(current: list, w: int, W: int, packed: Any, chk: Any, seen: set, sent: set,
-                         exchange: Callable[[int, dict], list]) -> tuple[list, int]:
+                         exchange: Callable[[int, dict], list], exact: bool = False) -> tuple[Any, int]:
     """:func:`_expand_level` on packed states (model/engines/packing.py): a successor is two integer
     operations on the recorded steps, the state is its own exact key (no fingerprint), and a step the
     model's recording did not decide is checked on the decoded states.
@@ -187,7 +204,11 @@ def _expand_level_packed(current: list, w: int, W: int, packed: Any, chk: Any, s
     recordings and the misses it deferred to them (phase 1), records the misses it was sent and
     answers them (phase 2), and expands its deferred states (any miss left is recorded where it
     occurs).  The successors, and so the counts, are those of the one-process search whoever
-    records."""
+    records.
+
+    ``exact`` (a packing of at most 64 bits): the successors are returned as machine words in one
+    array, with each expanded state's global id and successor count (:class:`_Exact` partitions
+    and admits them), instead of per-owner lists of tuples."""
     expand = packed.expand
     decode = packed.codec.decode
     on_step, skip = chk.on_step, chk.skip
@@ -208,7 +229,10 @@ def _expand_level_packed(current: list, w: int, W: int, packed: Any, chk: Any, s
         needs[o].append((n, x, mask))
         return True
 
-    def push(x: int, gid: int, steps: list) -> None:
+    ys, gids, counts = array("Q"), array("q"), array("q")
+    ys_append, gids_append, counts_append = ys.append, gids.append, counts.append
+
+    def push_wide(x: int, gid: int, steps: list) -> None:
         k = -1
         for a, o, keep, put in steps:
             k += 1
@@ -222,6 +246,19 @@ def _expand_level_packed(current: list, w: int, W: int, packed: Any, chk: Any, s
                 out[owner].append((y, y, gid, k))
             if a.__class__ not in skip:
                 on_step(decode(x), a, o, decode(y), (gid, k))
+
+    def push_exact(x: int, gid: int, steps: list) -> None:
+        gids_append(gid)
+        counts_append(len(steps))
+        k = -1
+        for a, o, keep, put in steps:
+            k += 1
+            y = (x & keep) | put
+            ys_append(y)
+            if a.__class__ not in skip:
+                on_step(decode(x), a, o, decode(y), (gid, k))
+
+    push = push_exact if exact else push_wide
 
     def journals() -> list:
         items = [(n, sec.export(sec.journal)) for n, sec in enumerate(secs) if sec.journal]
@@ -277,7 +314,84 @@ def _expand_level_packed(current: list, w: int, W: int, packed: Any, chk: Any, s
     finally:
         for sec in secs:
             sec.defer = sec.journal = None
+    if exact:
+        return (ys, gids, counts), transitions
     return out, transitions
+
+
+class _Exact:
+    """A worker's bulk bookkeeping for packed states of at most 64 bits (exact machine words): a
+    level's successors are partitioned by owner (:func:`exact_owner`) and deduplicated with numpy,
+    sent as raw arrays, and admitted in order (this worker's own first, then each sender's in
+    sender order: the same in every run); ``seen`` is one sorted array of the states this worker
+    owns.  Only the state checks of the admitted states run in Python (memoised)."""
+
+    def __init__(self, w: int, W: int, parent: Any, via: Any, frontier: list, chk: Any):
+        self.w, self.W = w, W
+        self.parent, self.via, self.frontier, self.chk = parent, via, frontier, chk
+        self.seen = np.empty(0, dtype=np.uint64)
+
+    def partition(self, ys: Any, gids: Any, counts: Any) -> tuple[tuple, list]:
+        """``(mine, by_dest)``: this worker's candidates and, per other worker, theirs as bytes;
+        each ``(states, parent ids, positions)``, first occurrences only, in expansion order."""
+        y = np.frombuffer(ys, dtype=np.uint64) if len(ys) else np.empty(0, dtype=np.uint64)
+        c = np.frombuffer(counts, dtype=np.int64) if len(counts) else np.empty(0, dtype=np.int64)
+        src = np.repeat(np.frombuffer(gids, dtype=np.int64) if len(gids) else np.empty(0, dtype=np.int64), c)
+        k = np.arange(len(y), dtype=np.int64) - np.repeat(np.cumsum(c) - c, c)
+        owner = exact_owners(y, self.W)
+        mine: tuple = ()
+        by_dest: list = []
+        for o in range(self.W):
+            sel = np.flatnonzero(owner == o)
+            _, first = np.unique(y[sel], return_index=True)
+            sel = sel[np.sort(first)]
+            part = (y[sel], src[sel], k[sel])
+            if o == self.w:
+                mine = part
+                by_dest.append(None)
+            else:
+                by_dest.append(tuple(a.tobytes() for a in part))
+        return mine, by_dest
+
+    @staticmethod
+    def unpack(payload: tuple) -> tuple:
+        return (np.frombuffer(payload[0], dtype=np.uint64), np.frombuffer(payload[1], dtype=np.int64),
+                np.frombuffer(payload[2], dtype=np.int64))
+
+    def admit(self, parts: list) -> None:
+        y = np.concatenate([p[0] for p in parts])
+        src = np.concatenate([p[1] for p in parts])
+        k = np.concatenate([p[2] for p in parts])
+        if len(self.seen) and len(y):
+            at = np.searchsorted(self.seen, y)
+            at[at == len(self.seen)] = 0
+            fresh = self.seen[at] != y
+            y, src, k = y[fresh], src[fresh], k[fresh]
+        _, first = np.unique(y, return_index=True)
+        first.sort()
+        y, src, k = y[first], src[first], k[first]
+        base = len(self.parent)
+        self.parent.frombytes(src.astype(np.int64).tobytes())
+        self.via.frombytes(k.astype(np.uint32).tobytes())
+        gids = ((base + np.arange(len(y), dtype=np.int64)) * self.W + self.w).tolist()
+        states = y.tolist()
+        on_state = self.chk.on_state
+        for x, gid in zip(states, gids):
+            on_state(x, gid)
+        self.frontier.extend(zip(states, gids))
+        if len(y):
+            self.seen = np.sort(np.concatenate([self.seen, y]))
+
+
+def exact_owners(y: Any, W: int) -> Any:
+    """The owners of packed states of at most 64 bits (a numpy uint64 array): Fibonacci hashing,
+    the multiplication wrapping at 64 bits as numpy's unsigned arithmetic does."""
+    return (((y * np.uint64(_FIB)) >> np.uint64(32)) % np.uint64(W)).astype(np.int64)
+
+
+def exact_owner(x: int, W: int) -> int:
+    """:func:`exact_owners` of one state (the coordinator's initial states)."""
+    return (((x * _FIB) & 0xFFFFFFFFFFFFFFFF) >> 32) % W
 
 
 def _reply(r: tuple, w: int) -> tuple:
@@ -346,6 +460,8 @@ def explore_parallel(model: Model, W: int, max_states, symmetry: bool, progress,
             if packed is None:
                 f = fingerprint(key)
                 init_items[f % W].append((f, key, -1, pos))
+            elif packed.codec.total_bits <= 64:
+                init_items[exact_owner(key, W)].append((key, key, -1, pos))
             else:
                 init_items[packed_owner(key, W)].append((key, key, -1, pos))
         for w, c in enumerate(conns):
