@@ -15,12 +15,14 @@ The rows:
   memoised on the fields they read);
 * ``symmetry``: the default mode with symmetry reduction (``Model.canonical``: one state per class
   of renamings of interchangeable parts; the reference has no two consumers alike, so its counts
-  are unchanged: try ``--config same-priority``);
-* ``fingerprints``: 64-bit fingerprints and a parent map;
-* ``workers=1`` / ``workers=2``: the fingerprint-partitioned search over 1 and 2 worker
-  processes (the ratio of the two is the parallel speed-up; both run on this machine's cores,
-  shared with whatever else runs on it; their bytes/state is only indicative: the largest
-  worker's peak less the coordinator's memory before the search);
+  are unchanged: try ``--config same-priority``); it searches tuples (canonical forms have no
+  packed view);
+* ``fingerprints``: 64-bit fingerprints and a parent map (on the packed view: a packing of at most
+  64 bits is its own exact fingerprint);
+* ``workers=1`` / ``workers=2``: the partitioned search over 1 and 2 worker processes (the ratio
+  of the two is the parallel speed-up, printed with the ratio of two workers to ``new``; both run
+  on this machine's cores, shared with whatever else runs on it; their bytes/state is only
+  indicative: the largest worker's peak less the coordinator's memory before the search);
 
 then, unless --no-liveness, the whole check with liveness, old and new: search seconds beside
 liveness-analysis seconds.  With --repeat N each row is the median of N runs.
@@ -179,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"symmetry: {rows['symmetry']['states']:,} of {rows['new']['states']:,} states, "
           f"same safety verdicts: {rows['symmetry']['violated'] == rows['new']['violated']}")
     w1, w2 = rows["workers=1"]["search_s"], rows["workers=2"]["search_s"]
-    print(f"2 workers vs 1 worker: {w1 / w2:.2f}x")
+    print(f"2 workers vs 1 worker: {w1 / w2:.2f}x; 2 workers vs new (one process): {rows['new']['search_s'] / w2:.2f}x")
     if not a.no_liveness:
         print(f"\n{'with liveness':14} {'search s':>9} {'liveness s':>11} {'liveness/search':>16}  verdicts")
         for mode in ("old", "tuples", "new"):
