@@ -9,7 +9,8 @@ and makes the implementation take it.  So each call of this view is one step of 
 a server answer, a listener result, a clock or rebalance event, a client call -- followed by the
 internal steps it sets in motion, run to quiescence.  Internal (composed, deterministic) steps:
 ``pick`` (the producer picks its next queue), ``retry`` once the back-off is over, a ``receive`` that
-finds the cache full (the loop starts waiting for room), ``take`` (FIFO: the locked dispatcher takes
+finds room in the cache again (the loop waiting for room issues its request; a loop whose cache an
+answer filled waits, in that answer's step), ``take`` (FIFO: the locked dispatcher takes
 the earliest message), ``unlock`` (FIFO: the worker unlocks and signals), and a FIFO ``consume`` that
 settles a redelivery with a remembered outcome (no listener call).
 
@@ -127,7 +128,7 @@ class OrderedConsumptionCalls(Model):
         if name == "retry":
             return not tick_enabled  # the back-off is over: the producer goes on by itself
         if name == "receive":
-            return o == "full" and t != s  # the loop finds the cache full and starts waiting
+            return o == "room"  # the loop waiting for room finds it and issues its request
         if name == "consume":
             return isinstance(o, tuple) and o[0] == "remembered"
         return False
@@ -177,7 +178,7 @@ class OrderedConsumptionCalls(Model):
         if name in ("tick", "retry"):
             return (name,)
         if name == "receive":
-            if o == "full":
+            if o in ("full", "room"):
                 return None
             if isinstance(o, tuple) and o and o[0] == "lost":
                 return ("receive_answer", a[1], "lost")

@@ -432,14 +432,30 @@ class OrderedConsumptionModel(Model):
 
     # -- receive and cache (seed 001 "消息的接收与缓存"; upstream ProcessQueueImpl.receiveMessage)
     def _receive(self, role, msgs, pqs, p):
+        """One step of p's receive loop, which either waits for room (``waiting``) or has its request in
+        flight.  The cache is checked *before* a request is issued and an answer is cached whatever the
+        thresholds are by the time it comes: seed 001 step 3 checks the limit, then step 1 receives;
+        upstream ``ProcessQueueImpl.receiveMessage`` checks ``isCacheFull`` and only then
+        ``receiveMessageImmediately`` (which computes the batch and sends), and
+        ``onReceiveMessageResult`` caches what came back (``cacheMessages``) and calls ``receiveMessage``
+        again at once (the Python client 5.1.2 the same: ``__execute_receive``,
+        ``__handle_received_message``).  So a loop waiting for room checks again (``full``: it keeps
+        waiting; ``room``: it issues its request), and a loop with a request in flight takes the server's
+        answer, caches it and makes its next check in the same step (full: it waits; otherwise its next
+        request is in flight).  A rebalance that lowers the thresholds while a request is in flight
+        does not call it back (spec/ordered-consumption.md, "A request in flight when the thresholds
+        fall")."""
         c = self.config
         waiting, notified, locked, worker, assigned = pqs[p]
         if not assigned or not self.by_queue[p]:
             return []
-        # seed step 3: below the thresholds receive again, otherwise wait and check again
-        # (the waiting flag records that)
-        if self._full(msgs, pqs, p):
-            return [("full", (role, msgs, _set(pqs, p, (1, notified, locked, worker, assigned))))]
+        if waiting:
+            # seed step 3: "否则等待一段时间然后重复执行本步骤" -- wait, then check again
+            if self._full(msgs, pqs, p):
+                return [("full", (role, msgs, pqs))]
+            return [("room", (role, msgs, _set(pqs, p, (0, notified, locked, worker, assigned))))]
+        # the request in flight was issued below the thresholds; its batch is computed here, when it is
+        # answered (upstream: when issued; the same unless the thresholds fell in between)
         thr_c, _ = self._thresholds(pqs)
         cnt, _ = self._cache_of(msgs, p)
         batch = min(max(thr_c - cnt, 1), c.server_batch)
@@ -476,7 +492,16 @@ class OrderedConsumptionModel(Model):
             # timeout / unavailable / internal error, or throttled: nothing delivered; the loop receives
             # again after receive_retry_delay, or after the server's back-off
             outs += self._codes(("error", "throttled"), issued)
-        return outs
+        # the loop's next check (seed step 3), right after the answer: full -> wait for room
+        return [(o, self._checked(t, p)) for o, t in outs]
+
+    def _checked(self, t, p):
+        """State t after p's receive loop checked its cache: waiting for room when full, otherwise with
+        its next request in flight."""
+        role, msgs, pqs = t
+        pq = pqs[p]
+        w = 1 if self._full(msgs, pqs, p) else 0
+        return t if pq[0] == w else (role, msgs, _set(pqs, p, (w,) + pq[1:]))
 
     def _codes(self, codes, state):
         """Answers that lead to the same state: one outcome per status code with ``answer_codes``,

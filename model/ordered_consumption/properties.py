@@ -131,20 +131,31 @@ def build_properties(self: Model) -> list:
         v = self.consumer_view(s, i)
         return v[1], v[2], y
 
+    def issued(t, a):
+        """The receive step ``a`` leaves its loop with a request in flight (the loop's check found room):
+        (msgs, pqs, p) of that loop in t, else None."""
+        msgs, pqs, p = at(t, a)
+        return None if pqs[p][0] else (msgs, pqs, p)
+
     def receive_ok(s, a, o, t):
-        if s[0] not in PUSH or a[0] != "receive" or o == "full":
+        if s[0] not in PUSH or a[0] != "receive":
             return True
-        msgs, pqs, p = at(s, a)
+        got = issued(t, a)
+        if got is None:
+            return True
+        msgs, pqs, p = got
         thr_c, thr_b = self._thresholds(pqs)
         cnt, byts = self._cache_of(msgs, p)
         return cnt < thr_c and byts < thr_b
 
     add(PUSH, always_step(
         "receive-below-thresholds",
-        "a receive is issued only while the process queue's cache is below both its count and byte thresholds",
+        "a receive is issued only while the process queue's cache is below both its count and byte thresholds "
+        "(checked when the request is issued: right after the previous answer, or when a loop waiting for room "
+        "finds it; an answer is cached whatever the thresholds are by the time it comes)",
         receive_ok,
-        witness=lambda s, a, o, t: s[0] in PUSH and a[0] == "receive" and o != "full"
-        and (lambda v: self._cache_of(v[0], v[2])[0] > 0)(at(s, a)),
+        witness=lambda s, a, o, t: s[0] in PUSH and a[0] == "receive"
+        and (lambda v: v is not None and self._cache_of(v[0], v[2])[0] > 0)(issued(t, a)),
     ))
 
     def first_start(s, a, t):

@@ -458,13 +458,19 @@ class OrderedConsumptionEncoding(Encoding):
                 out.append(v)
             return out[0], out[1]
 
+        def cache_check(st, p):
+            """(messages in p's cache, count threshold, the cache is full) in state st (model._full)."""
+            in_cache = lambda x: z3.And(st.mq[x] == p, st.inc[x] != 0)
+            behind = lambda x: z3.And(st.mq[x] == p, st.pd[x] != 0)
+            cnt = self._card(st, in_cache) + self._card(st, behind)
+            byts = self._weight(st, in_cache) + self._weight(st, behind)
+            thr_c, thr_b = thresholds(st)
+            return cnt, thr_c, z3.Or(cnt >= thr_c, z3.BoolVal(False) if c.ignore_bytes else byts >= thr_b)
+
         def receive(s, t, p, last):
-            in_cache = lambda x: z3.And(s.mq[x] == p, s.inc[x] != 0)
-            behind = lambda x: z3.And(s.mq[x] == p, s.pd[x] != 0)
-            cnt = self._card(s, in_cache) + self._card(s, behind)
-            byts = self._weight(s, in_cache) + self._weight(s, behind)
-            thr_c, thr_b = thresholds(s)
-            full = z3.Or(cnt >= thr_c, z3.BoolVal(False) if c.ignore_bytes else byts >= thr_b)
+            # waiting for room: check again (model._receive); in flight: the answer, then the next check
+            cnt, thr_c, full = cache_check(s, p)
+            after = z3.Store(s.waiting, p, z3.If(cache_check(t, p)[2], 1, 0))  # model._checked
             batch = z3.If(thr_c - cnt > 1, thr_c - cnt, 1)
             batch = z3.If(batch < s.batch, batch, s.batch)
             if c.server_gate:
@@ -485,7 +491,7 @@ class OrderedConsumptionEncoding(Encoding):
             fresh = lambda x: z3.And(got(x), s.cli[x] == C_NONE)
             cached = lambda x: z3.And(got(x), s.cli[x] == C_CACHED)
             behind_new = lambda x: z3.And(got(x), s.cli[x] != C_NONE, s.cli[x] != C_CACHED)
-            issued = self._upd(s, t, waiting=z3.Store(s.waiting, p, 0))
+            issued = self._upd(s, t, waiting=after)
             take = z3.And(
                 z3.Not(blocked), self._msg(s, last), ready(last), prefix <= batch, one,
                 self._upd(
@@ -498,7 +504,7 @@ class OrderedConsumptionEncoding(Encoding):
                     cd=self._lam(s.cd, lambda x: z3.If(z3.Or(fresh(x), cached(x)), s.dl[x] + 1, s.cd[x])),
                     pd=self._lam(s.pd, lambda x: z3.If(fresh(x), 0, z3.If(behind_new(x), s.dl[x] + 1, s.pd[x]))),
                     old=self._lam(s.old, lambda x: z3.If(fresh(x), 0, s.old[x])),
-                    waiting=z3.Store(s.waiting, p, 0),
+                    waiting=after,
                     notified=z3.Store(s.notified, p, 1),
                 ),
             )
@@ -507,10 +513,10 @@ class OrderedConsumptionEncoding(Encoding):
                 answers.append(issued)  # timeout / unavailable / throttled
                 answers.append(z3.And(z3.Not(blocked), first, self._upd(
                     s, t, srv=z3.Store(s.srv, last, S_INVIS), dl=z3.Store(s.dl, last, s.dl[last] + 1),
-                    waiting=z3.Store(s.waiting, p, 0))))  # delivered, the answer lost
+                    waiting=after)))  # delivered, the answer lost
             return z3.And(is_push(s), pq(s, p), s.assigned[p] != 0, has_msgs(s, p), z3.If(
-                full,
-                self._upd(s, t, waiting=z3.Store(s.waiting, p, 1)),
+                s.waiting[p] != 0,
+                z3.If(full, self._upd(s, t), self._upd(s, t, waiting=z3.Store(s.waiting, p, 0))),
                 z3.Or(answers),
             ))
 

@@ -61,20 +61,31 @@ def test_fifo_push_consumer_beyond_the_explorer_is_replayed_without_the_graph(tm
     assert {"dispatch", "receive_answer", "create_process_queue", "drop_process_queue"} <= set(s.actions_covered)
 
 
-@pytest.mark.xfail(strict=True, reason="finding of the beyond-explorer campaign, left for the lead: with two queues "
-                   "after queue 1's process queue is dropped and created again, the model has queue 0's full process queue "
-                   "waiting, the reference does not (spec/replay-coverage.md, 'Targets beyond the explorer')")
-def test_fifo_two_queues_a_returned_process_queue_reparks_a_full_one():
-    """The minimised trace of ``conq replay ordered-consumption --config push-fifo --set msg_queue=[0,1,0]
-    --set msg_size=[1,1,1] --traces 512`` (traces 238-245 and others diverge); it diverges with two
-    messages over two queues too, a configuration the explorer completes (109,561 states).  Strict:
-    once model or reference is settled this passes and the mark must go."""
+def test_fifo_two_queues_a_request_in_flight_is_answered_after_the_thresholds_fell():
+    """Was a strict xfail, the minimised trace of ``conq replay ordered-consumption --config push-fifo --set
+    msg_queue=[0,1,0] --set msg_size=[1,1,1] --traces 512`` (traces 238-245 and others diverged; also with two
+    messages over two queues): queue 0's cache at its threshold (A in consumption, its redelivery behind
+    it), queue 1's process queue dropped -- the thresholds rise, queue 0's loop finds room and issues its
+    request -- and created again -- the thresholds fall back.  The reference's request stays in flight; the
+    model re-checked the cache when the answer came and had the loop waiting.  The model was wrong: seed 001
+    checks the limit before receiving (step 3, then step 1) and upstream ``ProcessQueueImpl.receiveMessage``
+    checks ``isCacheFull`` before ``receiveMessageImmediately`` and caches whatever comes back; fixed in the
+    model (spec/ordered-consumption.md, "A request in flight when the thresholds fall")."""
     from conq.conformance.checker import Checker
     from conq.conformance.spark_replay import target_impl, target_model
 
     p = ReplayParams(model="ordered-consumption", config_name="push-fifo", overrides={"msg_queue": [0, 1], "msg_size": [1, 1]})
     model = target_model(p)
-    run = Checker(model, target_impl(p, model)).replay(
-        [("receive_answer", 0, "ok"), ("expire", 0), ("dispatch", 0), ("receive_answer", 0, "ok"),
-         ("drop_process_queue", 1), ("create_process_queue", 1)], 0)
+    trace = [("receive_answer", 0, "ok"), ("expire", 0), ("dispatch", 0), ("receive_answer", 0, "ok"),
+             ("drop_process_queue", 1), ("create_process_queue", 1)]
+    run = Checker(model, target_impl(p, model)).replay(trace, 0)
     assert run.ok, run.divergence.describe()
+    # the model's side: after the trace queue 0 is full again (cache [2, 2] at 2 / 2) and its loop is not waiting
+    # (its request, issued while queue 1 was gone, is in flight); the answer comes, then the loop waits
+    s = model.init_states()[0]
+    for a in trace:
+        [(_, s)] = [(o, t) for act, o, t in model.successors(s) if act == a][:1]
+    q0 = model.observe(s)["process_queues"][0]
+    assert q0["cache"] == [2, 2] and not q0["waiting"]
+    [(o, t)] = model.step(s, ("receive_answer", 0, "ok"))
+    assert o == () and model.observe(t)["process_queues"][0]["waiting"]
