@@ -20,8 +20,8 @@ The rows:
 * ``fingerprints``: 64-bit fingerprints and a parent map (on the packed view: a packing of at most
   64 bits is its own exact fingerprint);
 * ``workers=1`` / ``workers=2``: the partitioned search over 1 and 2 worker processes (the ratio
-  of the two is the parallel speed-up, printed with the ratio of two workers to ``new``; both run
-  on this machine's cores, shared with whatever else runs on it; their bytes/state is only
+  of the two is the parallel speed-up, printed with the ratio of two workers to ``new``; the two
+  rows run in alternation and the ratio of each pair is printed too; both run on this machine's cores, shared with whatever else runs on it; their bytes/state is only
   indicative: the largest worker's peak less the coordinator's memory before the search);
 
 then, unless --no-liveness, the whole check with liveness, old and new: search seconds beside
@@ -147,6 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="the small configuration")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--baseline", default=None, help=f"git revision whose explorer is the 'old' row (default {BASELINE})")
+    ap.add_argument("--modes", default=None, help="comma-separated subset of the rows (default all); 'old' is the ratio base when present")
     ap.add_argument("--big", action="store_true", help="only the ~10M-state fingerprint row on BIG (opt-in: many minutes)")
     a = ap.parse_args(argv)
     if a.big:
@@ -167,23 +168,44 @@ def main(argv: list[str] | None = None) -> int:
     overrides = {k: json.loads(v) for k, v in (s.split("=", 1) for s in a.set)}
     rows: dict[str, dict] = {}
     modes = ["old", "tuples", "new", "symmetry", "fingerprints", "workers=1", "workers=2"]
+    if a.modes:
+        unknown = sorted(set(a.modes.split(",")) - set(modes))
+        if unknown:
+            ap.error(f"--modes: unknown row(s) {', '.join(unknown)}; the rows are {', '.join(modes)}")
+        modes = [m for m in modes if m in a.modes.split(",")]
     print(f"{a.model} / {config} {json.dumps(overrides) if overrides else ''}  "
           f"(python {platform.python_version()}, {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}, median of {a.repeat})")
     print(f"{'mode':14} {'states':>10} {'transitions':>12} {'search s':>9} {'states/s':>10} {'bytes/state':>12}  vs old")
+    # The two worker rows are measured in alternation (1, 2, 1, 2, ...): on a noisy machine the
+    # speed drifts over a minute, and the ratio of runs taken side by side is the one to trust.
+    paired: dict[str, list] = {"workers=1": [], "workers=2": []}
     for mode in modes:
-        r = median_of([measure(mode, a.model, config, overrides, False) for _ in range(a.repeat)])
+        if mode in paired:
+            if not paired[mode]:
+                for _ in range(a.repeat):
+                    for m in paired:
+                        if m in modes:
+                            paired[m].append(measure(m, a.model, config, overrides, False))
+            r = median_of(paired[mode])
+        else:
+            r = median_of([measure(mode, a.model, config, overrides, False) for _ in range(a.repeat)])
         r["states_per_s"] = r["states"] / r["search_s"] if r["search_s"] else 0.0
         rows[mode] = r
-        ratio = r["states_per_s"] / rows["old"]["states_per_s"] if rows["old"]["states_per_s"] else 0.0
+        base = rows.get("old", rows[modes[0]])
+        ratio = r["states_per_s"] / base["states_per_s"] if base["states_per_s"] else 0.0
         print(f"{mode:14} {r['states']:>10,} {r['transitions']:>12,} {r['search_s']:>9.2f} {r['states_per_s']:>10,.0f} "
               f"{r['bytes_per_state']:>12,.0f}  {ratio:.2f}x", flush=True)
     same = {(r["states"], r["transitions"], tuple(r["violated"])) for k, r in rows.items() if k != "symmetry"}
     print(f"counts and safety verdicts identical in every mode (symmetry aside): {len(same) == 1}")
-    print(f"symmetry: {rows['symmetry']['states']:,} of {rows['new']['states']:,} states, "
-          f"same safety verdicts: {rows['symmetry']['violated'] == rows['new']['violated']}")
-    w1, w2 = rows["workers=1"]["search_s"], rows["workers=2"]["search_s"]
-    print(f"2 workers vs 1 worker: {w1 / w2:.2f}x; 2 workers vs new (one process): {rows['new']['search_s'] / w2:.2f}x")
-    if not a.no_liveness:
+    if {"symmetry", "new"} <= rows.keys():
+        print(f"symmetry: {rows['symmetry']['states']:,} of {rows['new']['states']:,} states, "
+              f"same safety verdicts: {rows['symmetry']['violated'] == rows['new']['violated']}")
+    if {"workers=1", "workers=2"} <= rows.keys():
+        w1, w2 = rows["workers=1"]["search_s"], rows["workers=2"]["search_s"]
+        pairs = sorted(x["search_s"] / y["search_s"] for x, y in zip(paired["workers=1"], paired["workers=2"]))
+        vs_new = f"; 2 workers vs new (one process): {rows['new']['search_s'] / w2:.2f}x" if "new" in rows else ""
+        print(f"2 workers vs 1 worker: {w1 / w2:.2f}x (medians); run by run {', '.join(f'{p:.2f}x' for p in pairs)}{vs_new}")
+    if not a.no_liveness and not a.modes:
         print(f"\n{'with liveness':14} {'search s':>9} {'liveness s':>11} {'liveness/search':>16}  verdicts")
         for mode in ("old", "tuples", "new"):
             r = median_of([measure(mode, a.model, config, overrides, True) for _ in range(a.repeat)])

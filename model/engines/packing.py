@@ -298,10 +298,6 @@ class StepChecks:
         return CheckedAction.subclass(frozenset(maybe))(a)
 
 
-class Deferred(Exception):
-    """A miss another process will record (:attr:`Section.defer`); the state is expanded later."""
-
-
 class Section:
     """One part of a packed model's successor function, memoised on the fields it reads.
 
@@ -326,10 +322,8 @@ class Section:
         self.memo: dict[int, tuple] = {}
         self._steps: dict = {}  # one object per distinct recorded step
         self.runs = 0  # recordings (a miss costs one, plus one per field learnt)
-        #: explorer workers (engines/parallel.py) share recordings: ``defer(section, x, mask)`` may
-        #: say that another process records this miss (:class:`Deferred` is raised), and every
-        #: entry recorded here is also appended to ``journal`` (``(root, mask, key, entry)``)
-        self.defer: Callable[[Section, int, int], bool] | None = None
+        #: explorer workers (engines/parallel.py) share recordings: while ``journal`` is a list,
+        #: every entry recorded here is also appended to it (``(root, mask, key, entry)``)
         self.journal: list | None = None
 
     def lookup(self, x: int) -> tuple:
@@ -343,8 +337,6 @@ class Section:
         codec = self.codec
         r = x & self.root
         known = self.masks.get(r, self.root) | start
-        if self.defer is not None and self.defer(self, x, known):
-            raise Deferred
         s = codec.decode(x)
         while True:
             p = codec.poisoned(s, known)

@@ -145,8 +145,9 @@ def test_fingerprint64_is_stable_and_spreads_the_low_bits():
 
 
 def test_two_workers_share_what_the_sections_record():
-    """A miss is recorded by one worker and sent to the other (engines/parallel.py): the two
-    workers together record about what one process records, not twice as much."""
+    """What a worker records during a level travels with the level's successors to the other
+    (engines/parallel.py): the two workers together record about what one process records (only
+    keys both meet first within the same level are recorded twice), not twice as much."""
     one = load_model("consumer-lists", "same-priority", {})
     explore(one, liveness=False)
     alone = sum(sec.runs for sec in one.packed().sections)
