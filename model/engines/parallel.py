@@ -13,7 +13,13 @@ the end rebuilds the counterexamples and witnesses by asking the owners for pare
 
 A model with a packed view (:meth:`Model.packed`, model/engines/packing.py) is searched on its
 integers: a state is its own exact key (no fingerprint, no collision), owned by worker
-:func:`packed_owner`, and only integers cross between processes.
+:func:`packed_owner`, and only integers cross between processes.  What the packed sections record
+during a level travels with the level's successors (:class:`_recordings`).  A packing of at most
+64 bits is searched in bulk (:class:`_Exact`: numpy partitions, deduplicates and admits) and with
+work sharing (:class:`_SharedFrontiers`): a worker done with its own frontier takes halves of what
+is left of another's, since a level waits for its slowest worker and on a busy machine one of
+them is often slower for a while.  Blocks are admitted in an order that does not depend on who
+expanded them, so sharing changes no count and no path.
 
 Counts (states, transitions, depth) are those of the one-process search; every path found
 is a shortest one (the search is level-synchronous), though among equally short ones it may
@@ -30,7 +36,7 @@ import multiprocessing as mp
 import time
 import traceback
 from array import array
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -39,7 +45,8 @@ from conq.model.engines.packing import PackingError
 from conq.model.kernel import Kind, Model, Path
 
 
-def _worker(w: int, W: int, model: Model, symmetry: bool, conn, inboxes, use_packed: bool = True) -> None:
+def _worker(w: int, W: int, model: Model, symmetry: bool, conn, inboxes, use_packed: bool = True,
+            shared: "_SharedFrontiers | None" = None) -> None:
     from array import array
 
     from conq.model.engines.results import _Checks
@@ -65,7 +72,9 @@ def _worker(w: int, W: int, model: Model, symmetry: bool, conn, inboxes, use_pac
         reported: dict = {}
         #: a packing of at most 64 bits: states are exact machine words, partitioned, deduplicated
         #: and admitted in bulk with numpy (_Exact), the Python loop only expands
-        exact = _Exact(w, W, parent, via, frontier, chk) if packed is not None and packed.codec.total_bits <= 64 else None
+        exact = _Exact(w, W, parent, via, chk) if packed is not None and packed.codec.total_bits <= 64 else None
+        if exact is None:
+            shared = None
 
         def admit(items) -> None:
             for f, key, par, k in items:
@@ -78,14 +87,17 @@ def _worker(w: int, W: int, model: Model, symmetry: bool, conn, inboxes, use_pac
                 frontier.append((key, gid))
                 chk.on_state(key, gid)
 
-        def exchange(level: int, by_dest) -> list:
-            """Send ``by_dest[o]`` to every other worker ``o`` and take what each sent this worker
-            for the same level, by sender (the same order in every run).  No message of another
-            level can be waiting: the coordinator starts a level only after every worker has
-            finished the one before."""
+        def send(level: int, by_dest) -> None:
+            """Send ``by_dest[o]`` to every other worker ``o`` (a queue's feeder thread writes it
+            while this worker goes on)."""
             for other in range(W):
                 if other != w:
                     inbox_of[other].put((level, w, by_dest[other]))
+
+        def receive(level: int) -> list:
+            """What every other worker sent this worker for ``level``, by sender (the same order in
+            every run).  No message of another level can be waiting: the coordinator starts a
+            level only after every worker has finished the one before."""
             got = []
             while len(got) < W - 1:
                 lvl, sender, payload = inbox.get()
@@ -113,32 +125,26 @@ def _worker(w: int, W: int, model: Model, symmetry: bool, conn, inboxes, use_pac
                                   np.array([k for _f, _key, _par, k in msg[1]], dtype=np.int64))])
                 else:
                     admit(msg[1])
-                conn.send(("ok", len(parent), 0, news(), bool(frontier)))
+                conn.send(("ok", len(parent), 0, news(), bool(frontier) or (exact is not None and exact.pending > 0)))
             elif msg[0] == "level":
                 level = msg[1]
+                if exact is not None:
+                    transitions = _level_exact(level, w, W, packed, chk, exact, shared, send, receive)
+                    conn.send(("ok", len(parent), transitions, news(), exact.pending > 0))
+                    continue
                 current, frontier[:] = list(frontier), []
                 if packed is None:
                     out, transitions = _expand_level(current, w, W, model, chk, canon, seen, sent)
-                    by_dest = out
+                    send(level, out)
                 else:  # the level's recordings travel with its successors (_expand_level_packed)
-                    out, transitions, recorded = _expand_level_packed(current, w, W, packed, chk, seen, sent,
-                                                                      exact is not None)
-                if exact is not None:
-                    mine, by_dest = exact.partition(*out)
-                elif packed is not None:
-                    mine, by_dest = out[w], out
-                else:
-                    mine = out[w]
+                    out, transitions, recorded = _expand_level_packed(current, w, W, packed, chk, seen, sent)
+                    send(level, [None if o == w else (out[o], recorded) for o in range(W)])
+                admit(out[w])  # this worker's own first (the order of every run), before the wait
+                got = receive(level)
                 if packed is not None:
-                    got = _install(packed, exchange(level, [None if o == w else (by_dest[o], recorded) for o in range(W)]))
-                else:
-                    got = exchange(level, by_dest)
-                if exact is not None:
-                    exact.admit([mine] + [exact.unpack(payload) for _sender, payload in got])
-                else:
-                    admit(mine)
-                    for _sender, items in got:
-                        admit(items)
+                    got = _install(packed, got)
+                for _sender, items in got:
+                    admit(items)
                 conn.send(("ok", len(parent), transitions, news(), bool(frontier)))
             elif msg[0] == "parent":
                 local = msg[1]
@@ -194,24 +200,13 @@ def packed_owner(x: int, W: int) -> int:
     return ((hash(x) * _FIB) >> 64) % W
 
 
-def _expand_level_packed(current: list, w: int, W: int, packed: Any, chk: Any, seen: set, sent: set,
-                         exact: bool = False) -> tuple[Any, int, list]:
-    """:func:`_expand_level` on packed states (model/engines/packing.py): a successor is two integer
-    operations on the recorded steps, the state is its own exact key (no fingerprint), and a step the
-    model's recording did not decide is checked on the decoded states.
+def _expand_level_packed(current: list, w: int, W: int, packed: Any, chk: Any, seen: set, sent: set) -> tuple[Any, int, list]:
+    """:func:`_expand_level` on packed states wider than 64 bits (model/engines/packing.py): a
+    successor is two integer operations on the recorded steps, the state is its own exact key (no
+    fingerprint), and a step the model's recording did not decide is checked on the decoded states.
 
-    Returns ``(successors, transitions, recorded)``: ``recorded`` is what this worker's sections
-    recorded during the level, for the other workers (it travels with the level's successors and is
-    installed before the next level, so a recording made once is not made again by another worker
-    later).  Two workers may both record a section on the same key within one level; measured on
-    the consumer-lists reference, the two together make 1.27x the recordings of one process (8,300
-    + 8,756 against 13,449), where deferring each miss to an owning worker cost two more barriers
-    per level and was slower on the whole.  The successors, and so the counts, are those of the
-    one-process search whoever records.
-
-    ``exact`` (a packing of at most 64 bits): the successors are returned as machine words in one
-    array, with each expanded state's global id and successor count (:class:`_Exact` partitions
-    and admits them), instead of per-owner lists of tuples."""
+    Returns ``(successors by owner, transitions, recorded)``: ``recorded`` is what this worker's
+    sections recorded during the level, for the other workers (:func:`_recordings`)."""
     expand = packed.expand
     decode = packed.codec.decode
     on_step, skip = chk.on_step, chk.skip
@@ -219,52 +214,212 @@ def _expand_level_packed(current: list, w: int, W: int, packed: Any, chk: Any, s
     mine = out[w]
     transitions = 0
     fib = _FIB
-    secs = packed.sections
-    ys, gids, counts = array("Q"), array("q"), array("q")
-    ys_append, gids_append, counts_append = ys.append, gids.append, counts.append
-
-    def push_wide(x: int, gid: int, steps: list) -> None:
-        k = -1
-        for a, o, keep, put in steps:
-            k += 1
-            y = (x & keep) | put
-            owner = ((hash(y) * fib) >> 64) % W
-            if owner == w:
-                if y not in seen:
-                    mine.append((y, y, gid, k))
-            elif y not in sent:
-                sent.add(y)
-                out[owner].append((y, y, gid, k))
-            if a.__class__ not in skip:
-                on_step(decode(x), a, o, decode(y), (gid, k))
-
-    def push_exact(x: int, gid: int, steps: list) -> None:
-        gids_append(gid)
-        counts_append(len(steps))
-        k = -1
-        for a, o, keep, put in steps:
-            k += 1
-            y = (x & keep) | put
-            ys_append(y)
-            if a.__class__ not in skip:
-                on_step(decode(x), a, o, decode(y), (gid, k))
-
-    push = push_exact if exact else push_wide
-    share = W > 1
-    for sec in secs:
-        sec.journal = [] if share else None
-    try:
+    with _recordings(packed, W > 1) as recorded:
         for x, gid in current:
             steps = expand(x)
             transitions += len(steps)
-            push(x, gid, steps)
-        recorded = [(n, sec.export(sec.journal)) for n, sec in enumerate(secs) if sec.journal]
-    finally:
-        for sec in secs:
-            sec.journal = None
-    if exact:
-        return (ys, gids, counts), transitions, recorded
+            k = -1
+            for a, o, keep, put in steps:
+                k += 1
+                y = (x & keep) | put
+                owner = ((hash(y) * fib) >> 64) % W
+                if owner == w:
+                    if y not in seen:
+                        mine.append((y, y, gid, k))
+                elif y not in sent:
+                    sent.add(y)
+                    out[owner].append((y, y, gid, k))
+                if a.__class__ not in skip:
+                    on_step(decode(x), a, o, decode(y), (gid, k))
     return out, transitions, recorded
+
+
+class _recordings:
+    """``with _recordings(packed, share) as recorded``: while the block runs, what the packed
+    sections record is journalled; at its end ``recorded`` holds it, ready for the other workers.
+
+    A worker's recordings of a level travel with the level's successors and are installed before
+    the next level, so a recording made once is not made again by another worker later.  Two
+    workers may both record a section on the same key within one level; measured on the
+    consumer-lists reference, the two together make 1.27x the recordings of one process (8,300 +
+    8,756 against 13,449), where deferring each miss to an owning worker cost two more barriers a
+    level and was slower on the whole.  The successors, and so the counts, are those of the
+    one-process search whoever records."""
+
+    def __init__(self, packed: Any, share: bool):
+        self.secs, self.share = packed.sections, share
+        self.recorded: list = []
+
+    def __enter__(self) -> list:
+        for sec in self.secs:
+            sec.journal = [] if self.share else None
+        return self.recorded
+
+    def __exit__(self, *exc: Any) -> None:
+        if exc[0] is None:
+            self.recorded.extend((n, sec.export(sec.journal)) for n, sec in enumerate(self.secs) if sec.journal)
+        for sec in self.secs:
+            sec.journal = None
+
+
+#: states a worker takes from its own frontier at a time (each take is one lock, so that another
+#: worker done with its own frontier can take the rest: _SharedFrontiers)
+_CHUNK = 256
+
+
+class _Block:
+    """The successors of one contiguous range of a frontier, expanded by one worker: ``(owner of
+    the frontier, start)`` orders the blocks the same way whoever expanded them."""
+
+    __slots__ = ("owner", "start", "ys", "gids", "counts")
+
+    def __init__(self, owner: int, start: int):
+        self.owner, self.start = owner, start
+        self.ys, self.gids, self.counts = array("Q"), array("q"), array("q")
+
+
+def _level_exact(level: int, w: int, W: int, packed: Any, chk: Any, exact: "_Exact", shared: "_SharedFrontiers | None",
+                 send: Callable, receive: Callable) -> int:
+    """One level of a packing of at most 64 bits; returns its transitions.
+
+    The worker expands its frontier chunk by chunk, then, with ``shared``, takes halves of what is
+    left of the others' frontiers (work sharing: on a busy machine one worker is often slower for
+    a while, and a level waits for the slowest).  Each range expanded is a :class:`_Block`; its
+    successors are partitioned by owner with numpy and sent with the level's recordings.  An owner
+    admits the blocks in the order ``(frontier owner is not me, frontier owner, start)``: the same
+    in every run whoever expanded which range, and, with nothing taken, the order of the search
+    without sharing."""
+    expand = packed.expand
+    decode = packed.codec.decode
+    on_step, skip = chk.on_step, chk.skip
+    transitions = 0
+
+    def expand_into(xs: list, gs: list, blk: _Block) -> None:
+        nonlocal transitions
+        ys_append, gids_append, counts_append = blk.ys.append, blk.gids.append, blk.counts.append
+        for x, gid in zip(xs, gs):
+            steps = expand(x)
+            transitions += len(steps)
+            gids_append(gid)
+            counts_append(len(steps))
+            k = -1
+            for a, o, keep, put in steps:
+                k += 1
+                y = (x & keep) | put
+                ys_append(y)
+                if a.__class__ not in skip:
+                    on_step(decode(x), a, o, decode(y), (gid, k))
+
+    S, G = exact.take()
+    own = _Block(w, 0)
+    blocks = [own]
+    with _recordings(packed, W > 1) as recorded:
+        if shared is not None and shared.publish(w, level, S, G):
+            while True:
+                a, b = shared.take_front(w, _CHUNK)
+                if a >= b:
+                    break
+                expand_into(S[a:b].tolist(), G[a:b].tolist(), own)
+            for v in [(w + i) % W for i in range(1, W)]:
+                while True:
+                    got = shared.steal(v, level, _CHUNK)
+                    if got is None:
+                        break
+                    xs, gs, start = got
+                    blk = _Block(v, start)
+                    expand_into(xs, gs, blk)
+                    blocks.append(blk)
+        else:
+            expand_into(S.tolist(), G.tolist(), own)
+    mine_parts: list = []
+    by_dest: list[list] = [[] for _ in range(W)]
+    for blk in blocks:
+        if not blk.gids:
+            continue
+        mine, parts = exact.partition(blk.ys, blk.gids, blk.counts)
+        key = (blk.owner != w, blk.owner, blk.start)
+        mine_parts.append((key, mine))
+        for o in range(W):
+            if o != w:
+                by_dest[o].append((key, parts[o]))
+    send(level, [None if o == w else (by_dest[o], recorded) for o in range(W)])
+    first = mine_parts[:1] if mine_parts and mine_parts[0][0] == (False, w, 0) else []
+    if first:  # this worker's own range first (it comes first in the order), before the wait
+        exact.admit([first[0][1]])
+    got = _install(packed, receive(level))
+    rest = mine_parts[len(first):] + [(key, exact.unpack(payload)) for _sender, parts in got for key, payload in parts]
+    rest.sort(key=lambda kp: kp[0])
+    if rest:
+        exact.admit([part for _key, part in rest])
+    return transitions
+
+
+class _SharedFrontiers:
+    """Every worker's frontier of the current level in one shared anonymous mapping (made before
+    the workers fork, so it goes with the last of them and leaves nothing behind), with a lock and
+    ``(level, front, back)`` per worker: the owner takes chunks at the front, a worker done with its
+    own takes half of what is left at the back.  A frontier larger than ``capacity`` states is not
+    shared (its owner expands it alone)."""
+
+    def __init__(self, ctx: Any, W: int, capacity: int = 1 << 20):
+        import mmap
+
+        self.W, self.capacity = W, capacity
+        self.mm = mmap.mmap(-1, 8 * (3 * W + 2 * W * capacity))
+        self.locks = [ctx.Lock() for _ in range(W)]
+        self._views: Any = None
+
+    def _attach(self) -> tuple:
+        if self._views is None:  # views only in the workers (the coordinator can close the mapping)
+            W, cap = self.W, self.capacity
+            hdr = np.frombuffer(self.mm, dtype=np.int64, count=3 * W)
+            states = [np.frombuffer(self.mm, dtype=np.uint64, count=cap, offset=8 * (3 * W + 2 * v * cap)) for v in range(W)]
+            gids = [np.frombuffer(self.mm, dtype=np.int64, count=cap, offset=8 * (3 * W + (2 * v + 1) * cap)) for v in range(W)]
+            self._views = (hdr, states, gids)
+        return self._views
+
+    def publish(self, w: int, level: int, S: Any, G: Any) -> bool:
+        """Offer worker ``w``'s frontier of ``level`` (no one takes from it before this returns:
+        the others check the level under the lock)."""
+        hdr, states, gids = self._attach()
+        n = len(S)
+        if n > self.capacity:
+            with self.locks[w]:
+                hdr[3 * w:3 * w + 3] = (-1, 0, 0)
+            return False
+        states[w][:n] = S
+        gids[w][:n] = G
+        with self.locks[w]:
+            hdr[3 * w:3 * w + 3] = (level, 0, n)
+        return True
+
+    def take_front(self, w: int, c: int) -> tuple[int, int]:
+        hdr = self._views[0]
+        with self.locks[w]:
+            a = int(hdr[3 * w + 1])
+            b = min(a + c, int(hdr[3 * w + 2]))
+            if a < b:
+                hdr[3 * w + 1] = b
+        return a, b
+
+    def steal(self, v: int, level: int, c: int) -> tuple[list, list, int] | None:
+        """Half of what is left of worker ``v``'s frontier of ``level`` (its states, their ids and
+        where the range starts), or None when less than ``c`` states are left."""
+        hdr, states, gids = self._attach()
+        with self.locks[v]:
+            if int(hdr[3 * v]) != level:
+                return None
+            a, b = int(hdr[3 * v + 1]), int(hdr[3 * v + 2])
+            if b - a < c:
+                return None
+            start = b - (b - a) // 2
+            hdr[3 * v + 2] = start
+        # the range is this worker's now; the owner rewrites its frontier only at the next level,
+        # which starts after every worker has finished this one
+        return states[v][start:b].tolist(), gids[v][start:b].tolist(), start
+
+    def close(self) -> None:
+        self.mm.close()
 
 
 def _install(packed: Any, got: list) -> list:
@@ -282,10 +437,19 @@ class _Exact:
     sender order: the same in every run); ``seen`` is one sorted array of the states this worker
     owns.  Only the state checks of the admitted states run in Python (memoised)."""
 
-    def __init__(self, w: int, W: int, parent: Any, via: Any, frontier: list, chk: Any):
+    def __init__(self, w: int, W: int, parent: Any, via: Any, chk: Any):
         self.w, self.W = w, W
-        self.parent, self.via, self.frontier, self.chk = parent, via, frontier, chk
+        self.parent, self.via, self.chk = parent, via, chk
         self.seen = np.empty(0, dtype=np.uint64)
+        self.next: list = []  # the next frontier: (states, global ids) arrays, in admission order
+        self.pending = 0
+
+    def take(self) -> tuple:
+        """The frontier admitted so far, as ``(states, global ids)`` arrays; the next one starts empty."""
+        parts, self.next, self.pending = self.next, [], 0
+        if not parts:
+            return np.empty(0, dtype=np.uint64), np.empty(0, dtype=np.int64)
+        return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
 
     def partition(self, ys: Any, gids: Any, counts: Any) -> tuple[tuple, list]:
         """``(mine, by_dest)``: this worker's candidates and, per other worker, theirs as bytes;
@@ -329,12 +493,13 @@ class _Exact:
         base = len(self.parent)
         self.parent.frombytes(src.astype(np.int64).tobytes())
         self.via.frombytes(k.astype(np.uint32).tobytes())
-        gids = ((base + np.arange(len(y), dtype=np.int64)) * self.W + self.w).tolist()
-        states = y.tolist()
+        g = (base + np.arange(len(y), dtype=np.int64)) * self.W + self.w
         on_state = self.chk.on_state
-        for x, gid in zip(states, gids):
+        for x, gid in zip(y.tolist(), g.tolist()):
             on_state(x, gid)
-        self.frontier.extend(zip(states, gids))
+        if len(y):
+            self.next.append((y, g))
+            self.pending += len(y)
         if len(y):  # two sorted runs: the stable sort (timsort) merges them in linear time
             self.seen = np.sort(np.concatenate([self.seen, uniq]), kind="stable")
 
@@ -372,7 +537,10 @@ def explore_parallel(model: Model, W: int, max_states, symmetry: bool, progress,
     props = _Checks(model).props
     inboxes = [ctx.Queue() for _ in range(W)]
     pipes = [ctx.Pipe() for _ in range(W)]
-    procs = [ctx.Process(target=_worker, args=(w, W, model, symmetry, pipes[w][1], inboxes, use_packed), daemon=True,
+    packed = model.packed() if use_packed and not symmetry else None
+    # a packing of at most 64 bits: the frontiers are shared, so that a worker done early helps
+    shared = _SharedFrontiers(ctx, W) if packed is not None and packed.codec.total_bits <= 64 and W > 1 else None
+    procs = [ctx.Process(target=_worker, args=(w, W, model, symmetry, pipes[w][1], inboxes, use_packed, shared), daemon=True,
                          name=f"conq-explore-{w}") for w in range(W)]
     conns = [p[0] for p in pipes]
     complete, stop_reason = True, ""
@@ -410,7 +578,6 @@ def explore_parallel(model: Model, W: int, max_states, symmetry: bool, progress,
             p.start()
         canon = model.canonical if symmetry else None
         init_items: list[list] = [[] for _ in range(W)]
-        packed = model.packed() if use_packed and not symmetry else None
         for pos, s in enumerate(model.init_states() if packed is None else packed.inits):
             key = canon(s) if canon else s
             if packed is None:
@@ -502,6 +669,8 @@ def explore_parallel(model: Model, W: int, max_states, symmetry: bool, progress,
         for a, b in pipes:
             a.close()
             b.close()
+        if shared is not None:
+            shared.close()
     for p in props:
         if p.kind is Kind.LEADS_TO:
             verdicts.append(Verdict(p, "skipped", detail=f"liveness needs the whole graph: not checked with {W} workers"))

@@ -184,3 +184,82 @@ def test_a_state_outside_the_packed_domains_falls_back_to_tuples(monkeypatch, mo
     assert [(v.prop.name, v.status, None if v.path is None else len(v.path.steps)) for v in got.verdicts] == \
         [(v.prop.name, v.status, None if v.path is None else len(v.path.steps)) for v in want.verdicts]
     assert multiprocessing.active_children() == []
+
+
+def test_a_worker_that_takes_most_of_the_others_frontier_changes_nothing(monkeypatch):
+    """Work sharing (engines/parallel.py, _SharedFrontiers): whoever expands a range of a frontier,
+    the owners admit the blocks in one order, so the counts and every path are those of the search
+    without sharing.  Here, at every level, worker 1 takes halves of worker 0's frontier until less
+    than a chunk is left, and worker 0 starts only then (it waits on a shared counter, not a clock)."""
+    import multiprocessing
+    import time
+
+    from conq.model.engines import parallel
+
+    def run():
+        ex = explore(load_model("consumer-lists", "same-priority", {}), liveness=False, workers=2)
+        assert ex.complete
+        return ex.states, ex.transitions, ex.depth, [(v.prop.name, v.status, v.path) for v in ex.verdicts]
+
+    real = parallel._SharedFrontiers
+    monkeypatch.setattr(parallel, "_SharedFrontiers", lambda ctx, W: None)
+    alone = run()
+    ctx = multiprocessing.get_context("fork")
+    done, stolen = ctx.Value("q", 0), ctx.Value("q", 0)  # the last level worker 1 finished taking; states taken
+
+    class Greedy(real):
+        def publish(self, w, level, S, G):
+            self.level = level
+            return super().publish(w, level, S, G)
+
+        def take_front(self, w, c):
+            while w == 0 and done.value < self.level:
+                time.sleep(0.0002)
+            return super().take_front(w, c)
+
+        def steal(self, v, level, c):
+            hdr = self._attach()[0]
+            while hdr[3 * v] != level:  # worker 0 has not offered this level's frontier yet
+                time.sleep(0.0002)
+            got = super().steal(v, level, c)
+            if got is None:
+                done.value = level
+            else:
+                stolen.value += len(got[0])
+            return got
+
+    monkeypatch.setattr(parallel, "_SharedFrontiers", Greedy)
+    shared = run()
+    assert stolen.value > 1000, stolen.value  # most of worker 0's 4,000-odd states
+    assert shared == alone
+    assert multiprocessing.active_children() == []
+
+
+def test_shared_frontiers_hand_out_each_state_once():
+    """The owner takes chunks at the front, a thief halves what is left at the back; a frontier of
+    another level, or too large, is not handed out."""
+    import multiprocessing
+
+    import numpy as np
+
+    from conq.model.engines.parallel import _SharedFrontiers
+
+    sf = _SharedFrontiers(multiprocessing.get_context("fork"), 2, capacity=1000)
+    try:
+        S, G = np.arange(10, 110, dtype=np.uint64), np.arange(100, dtype=np.int64) * 2
+        assert sf.publish(0, 3, S, G)
+        assert sf.take_front(0, 30) == (0, 30)
+        assert sf.steal(0, 2, 10) is None  # another level
+        xs, gs, start = sf.steal(0, 3, 10)
+        assert (start, xs, gs) == (65, list(range(75, 110)), [2 * i for i in range(65, 100)])
+        assert sf.take_front(0, 30) == (30, 60)
+        xs, gs, start = sf.steal(0, 3, 3)  # 5 left: half of them
+        assert (start, len(xs)) == (63, 2)
+        assert sf.steal(0, 3, 4) is None  # fewer than a chunk left: the owner finishes them
+        assert sf.take_front(0, 30) == (60, 63)
+        assert sf.take_front(0, 30) == (63, 63)
+        assert not sf.publish(1, 3, np.zeros(1001, dtype=np.uint64), np.zeros(1001, dtype=np.int64))
+        assert sf.steal(1, 3, 1) is None
+    finally:
+        sf._views = None  # the views into the mapping go first
+        sf.close()
