@@ -73,6 +73,19 @@ def _ignores_backoff(self, *args, **kw):
     self.clock = _Impatient(self.clock)
 
 
+class _GivesUp(_Impatient):
+    """A clock whose every wait is cut short (as if the producer were closed during it)."""
+
+    def sleep(self, seconds: float, cancel: Any = None) -> bool:
+        return False
+
+
+def _gives_up_on_throttle(self, *args, **kw):
+    """特别地 read as the Python client 5.1.2 does (DEV-031): a throttled answer ends the send."""
+    _orig_init(self, *args, **kw)
+    self.clock = _GivesUp(self.clock)
+
+
 # -- push consumer: receive and cache -----------------------------------------------------------------
 _orig_thresholds = PC.thresholds
 
@@ -216,6 +229,8 @@ MUTANTS: dict[str, Mutant] = {m.name: m for m in [
            ((Producer, "__init__", _fifo_rotates),)),
     Mutant("producer-ignores-backoff", "a throttled send is retried at once, before the server's back-off",
            "producer", ((Producer, "__init__", _ignores_backoff),)),
+    Mutant("producer-gives-up-on-throttle", "a throttled send fails at once, with attempts left (Python client 5.1.2)",
+           "producer", ((Producer, "__init__", _gives_up_on_throttle),)),
     Mutant("receive-ignores-count-limit", "the receive loop ignores the cache's message-count threshold",
            "push", ((PC, "thresholds", _no_count_limit),)),
     Mutant("receive-ignores-byte-limit", "the receive loop ignores the cache's byte threshold", "push",
@@ -252,6 +267,7 @@ REQUIREMENTS: dict[str, tuple[str, ...]] = {
     "producer-txn-retries": ("PROD-009",),
     "producer-fifo-rotates": ("PROD-004", "FIFO-001"),
     "producer-ignores-backoff": ("PROD-011", "PROD-012"),
+    "producer-gives-up-on-throttle": ("PROD-011",),
     "receive-ignores-count-limit": ("PUSH-012", "PUSH-013"),
     "receive-ignores-byte-limit": ("PUSH-012", "PUSH-013"),
     "standard-acks-failure": ("PUSH-018",),

@@ -56,6 +56,11 @@ _CONFIGS: dict[str, tuple[OCConfig, str]] = {
         _only(producer=True, txn_retries=True),
         "upstream since 2024: transactional sends retried (violates txn-single-attempt)",
     ),
+    "producer-upstream-python": (
+        _only(producer=True, txn_retries=True, throttle_ends_send=True),
+        "upstream Python client 5.1.2: transactional sends retried, and a throttled answer ends the send "
+        "(violates txn-single-attempt and throttled-send-retried)",
+    ),
     "push-standard-upstream": (
         _only(push_standard=True, erase_after_settle=True, settle_retry=True, rebalance=False),
         "upstream standard mode: settle retried until OK or a non-retriable answer, erased from the cache only "

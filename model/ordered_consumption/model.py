@@ -294,10 +294,12 @@ class OrderedConsumptionModel(Model):
             outs = [("ok", (PRODUCER, P_DONE, mtype, mask, group, sent1, queue, 0, 0, R_OK))]
             # seed step 7: other failures rotate to the next candidate at once
             outs.append(("error", done_failed if exhausted else (PRODUCER, P_PICK, mtype, mask, group, sent1, queue, 0, 0, R_NONE)))
-            # throttled: retry after the back-off the server decides
+            # throttled: retry after the back-off the server decides (the upstream Python client
+            # gives up instead: throttle_ends_send)
+            ends = exhausted or c.throttle_ends_send
             for b in c.backoffs:
                 outs.append(
-                    (("throttled", b), done_failed if exhausted else (PRODUCER, P_WAIT, mtype, mask, group, sent1, queue, b, 0, R_NONE))
+                    (("throttled", b), done_failed if ends else (PRODUCER, P_WAIT, mtype, mask, group, sent1, queue, b, 0, R_NONE))
                 )
             return outs
         if name == "tick" and phase == P_WAIT and elapsed < backoff:

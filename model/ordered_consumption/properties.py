@@ -21,6 +21,7 @@ from .state import (
     OP_RECEIVE,
     P_DONE,
     P_PICK,
+    P_WAIT,
     PRODUCER,
     R_FAILED,
     R_NONE,
@@ -63,12 +64,15 @@ def build_properties(self: Model) -> list:
         lambda s: s[0] != PRODUCER or s[2] != TXN or s[5] <= 1,
         witness=lambda s: s[0] == PRODUCER and s[2] == TXN and s[9] == R_FAILED and s[5] == 1,
     ))
-    add(P, always_step(
-        "throttle-backoff-respected",
-        "a send after a throttled attempt is made no sooner than the back-off the server asked for",
-        lambda s, a, o, t: s[0] != PRODUCER or a[0] != "send" or s[8] >= s[7],
-        witness=lambda s, a, o, t: s[0] == PRODUCER and a[0] == "send" and s[7] > 0,
-    ))
+    # (a client that gives up at a throttled answer, throttle_ends_send, never retries one: the claim
+    # has nothing to judge there and its witness cannot be reached; throttled-send-retried fails)
+    if not c.throttle_ends_send:
+        add(P, always_step(
+            "throttle-backoff-respected",
+            "a send after a throttled attempt is made no sooner than the back-off the server asked for",
+            lambda s, a, o, t: s[0] != PRODUCER or a[0] != "send" or s[8] >= s[7],
+            witness=lambda s, a, o, t: s[0] == PRODUCER and a[0] == "send" and s[7] > 0,
+        ))
     add(P, always_step(
         "type-mismatch-never-sends",
         "no request goes to a queue that does not accept the message type; a mismatch fails the send at once",
@@ -94,6 +98,14 @@ def build_properties(self: Model) -> list:
         "a failure other than throttling is retried at once (no waiting)",
         lambda s, a, o, t: s[0] != PRODUCER or o != "error" or t[1] in (P_PICK, P_DONE),
         witness=lambda s, a, o, t: s[0] == PRODUCER and o == "error" and t[1] == P_PICK,
+    ))
+    add(P, always_step(
+        "throttled-send-retried",
+        "a throttled attempt is followed by a wait for the back-off and a retry, unless it was the last "
+        "attempt allowed (seed 001 特别地: throttled -> retry after the server's back-off)",
+        lambda s, a, o, t: s[0] != PRODUCER or o.__class__ is not tuple or o[0] != "throttled"
+        or t[1] == P_WAIT or t[5] >= c.max_send_attempts or (s[2] == TXN and not c.txn_retries),
+        witness=lambda s, a, o, t: s[0] == PRODUCER and o.__class__ is tuple and o[0] == "throttled" and t[1] == P_WAIT,
     ))
     add(P, sometimes(
         "send-succeeds-after-throttle",

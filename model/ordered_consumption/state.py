@@ -76,6 +76,9 @@ class OCConfig:
     max_send_attempts: int = 3
     backoffs: tuple = (1, 2)  # back-offs (ticks) a throttling server may ask for
     txn_retries: bool = False  # upstream since 2024: a transactional send retries like the rest
+    # upstream Python client 5.1.2 (producer.py __check_send_retry_condition): a throttled answer
+    # ends the send, against seed 001 特别地 (throttled -> retry after the server's back-off)
+    throttle_ends_send: bool = False
     # faults (mutants), never upstream behaviour:
     ignore_backoff: bool = False  # a throttled send retried at once
     fifo_rotates: bool = False  # a FIFO message rotated to the next queue like a normal one

@@ -354,8 +354,9 @@ class OrderedConsumptionEncoding(Encoding):
                 z3.If(exhausted, done_failed,
                       self._upd(s, t, phase=P_PICK, sent=sent1, cur=cur1, backoff=0, elapsed=0, result=R_NONE)),
             ]
+            ends = z3.BoolVal(True) if c.throttle_ends_send else exhausted  # model._p_step: throttle_ends_send
             for b in c.backoffs:
-                outs.append(z3.If(exhausted, done_failed,
+                outs.append(z3.If(ends, done_failed,
                                   self._upd(s, t, phase=P_WAIT, sent=sent1, cur=cur1, backoff=b, elapsed=0, result=R_NONE)))
             return z3.And(s.role == PRODUCER, s.phase == P_SEND, qa == s.queue, z3.Or(outs))
 

@@ -163,6 +163,27 @@ def test_throttled_retry_waits_for_the_servers_backoff():
     assert outcome(m, s2, ("send", 0), "error")[1] == oc.P_PICK
 
 
+def test_the_python_client_ends_a_send_at_a_throttled_answer_and_the_claim_catches_it():
+    """DEV-031: the Python client 5.1.2 gives up at the first throttled answer (producer.py
+    __check_send_retry_condition); ``throttled-send-retried`` says a throttle with attempts left is
+    followed by the wait, and its shortest counterexample is the throttle itself."""
+    py = model("producer-upstream-python")
+    s = outcome(py, producer_init(py, oc.NORMAL, 0b11), ("pick",), 0)
+    t = outcome(py, s, ("send", 0), ("throttled", 1))
+    assert (t[1], t[5], t[9]) == (oc.P_DONE, 1, oc.R_FAILED)
+    assert outcome(py, s, ("send", 0), "error")[1] == oc.P_PICK  # a plain error is still retried
+    ex = explore(py, liveness=False)
+    bad = ex.verdict("throttled-send-retried")
+    assert bad.status == "violated" and [a for a, _o, _t in bad.path.steps] == [("pick",), ("send", 0)]
+    # the claim holds for the seed's producer and for the variant with throttles ignored as a delay only
+    for name in ("producer", "producer-upstream", "mutant-producer-ignore-backoff"):
+        assert explore(model(name), liveness=False).verdict("throttled-send-retried").status == "holds", name
+    # with one attempt allowed there is nothing left to retry: nothing violates the claim, and its
+    # witness (a throttle followed by the wait) cannot be reached
+    one = explore(model("producer-upstream-python", max_send_attempts=1), liveness=False)
+    assert one.verdict("throttled-send-retried").status == "vacuous"
+
+
 def test_fifo_message_stays_on_its_group_queue():
     m = model("producer")
     s = producer_init(m, oc.FIFO_MSG, 0b11, group=1)

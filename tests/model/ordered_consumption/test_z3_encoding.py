@@ -95,6 +95,7 @@ def test_bmc_cases_cover_the_violated_always_properties():
     }
     assert {(c, p) for c, _, p in _bmc_cases()} == {
         ("producer-upstream", "txn-single-attempt"),
+        ("producer-upstream-python", "txn-single-attempt"),
         ("push-fifo-dlq-exceeds", "consumed-at-most-max"),
         ("mutant-fifo-no-lock", "fifo-one-in-consumption"),
         ("mutant-standard-client-dlq", "standard-no-client-dlq"),
@@ -154,7 +155,7 @@ def test_encoding_agrees_with_the_executable_model_reference(seed, steps):
 
 VARIANTS = ["push-fifo-upstream", "push-standard-upstream", "push-fifo-dlq-exceeds", "mutant-fifo-no-lock",
             "mutant-standard-client-dlq", "mutant-simple-retry", "mutant-push-ignore-bytes",
-            "mutant-fifo-unlock-no-signal", "producer-upstream", "mutant-producer-ignore-backoff",
+            "mutant-fifo-unlock-no-signal", "producer-upstream", "producer-upstream-python", "mutant-producer-ignore-backoff",
             "mutant-producer-fifo-rotates", "mutant-producer-skip-type-check", "push-fifo-settle-until-success",
             "push-fifo-lock-only", "push-fifo-no-memo", "push-fifo-memo-per-queue"]
 _VAR = {c: model(c) for c in VARIANTS}
