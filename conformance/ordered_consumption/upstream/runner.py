@@ -94,8 +94,8 @@ CLASSIFICATION = {
                                      "push-fifo-settle-until-success, DEV-020)",
     "consumed-at-most-max": "upstream bug (FIFO local attempts restart at 1 on every delivery instead of "
                             "counting from its delivery attempt)",
-    "producer-throttle-retried": "upstream bug against seed 001 Producer; gap in conq's model (no claim that a "
-                                 "throttled send below max attempts is retried)",
+    "producer-throttle-retried": "upstream bug against seed 001 Producer (the model's claim throttled-send-retried; "
+                                 "variant producer-upstream-python, DEV-031)",
     "txn-single-attempt": "upstream variant (model config producer-upstream)",
     "model-accepts-log": "conq validate rejected the observed log: see the failed event and the seed",
     "model-accepts-log-as-variant": "upstream choice the seed leaves open: the configuration rejects the log, the "
