@@ -535,11 +535,11 @@ def explore_parallel(model: Model, W: int, max_states, symmetry: bool, progress,
         raise RuntimeError("--workers needs the 'fork' start method (Linux, macOS)") from None
     t0 = time.perf_counter()
     props = _Checks(model).props
-    inboxes = [ctx.Queue() for _ in range(W)]
-    pipes = [ctx.Pipe() for _ in range(W)]
-    packed = model.packed() if use_packed and not symmetry else None
+    packed = model.packed() if use_packed and not symmetry else None  # (before any queue or pipe is made)
     # a packing of at most 64 bits: the frontiers are shared, so that a worker done early helps
     shared = _SharedFrontiers(ctx, W) if packed is not None and packed.codec.total_bits <= 64 and W > 1 else None
+    inboxes = [ctx.Queue() for _ in range(W)]
+    pipes = [ctx.Pipe() for _ in range(W)]
     procs = [ctx.Process(target=_worker, args=(w, W, model, symmetry, pipes[w][1], inboxes, use_packed, shared), daemon=True,
                          name=f"conq-explore-{w}") for w in range(W)]
     conns = [p[0] for p in pipes]
