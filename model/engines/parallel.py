@@ -311,6 +311,14 @@ def _level_exact(level: int, w: int, W: int, packed: Any, chk: Any, exact: "_Exa
                     on_step(decode(x), a, o, decode(y), (gid, k))
 
     S, G = exact.take()
+    if W > 1 and len(S) > 1:
+        # expanded in the order of the packed values: states alike in their high fields follow each
+        # other, so the sections' memo look-ups stay warm.  A worker's frontier is a hashed half of
+        # the level's, and in admission order its neighbours have less in common than in one
+        # process's; sorted, two workers took 12% less time on the consumer-lists reference (3.3 s
+        # against 2.9 s, three runs each), while one process's order is as good as sorted.
+        order = np.argsort(S, kind="stable")
+        S, G = S[order], G[order]
     own = _Block(w, 0)
     blocks = [own]
     with _recordings(packed, W > 1) as recorded:
