@@ -467,6 +467,89 @@ def _liveness(ex: Exploration, live: list, check_live: bool, witnessed: dict, wa
     ex.analysis_seconds = time.perf_counter() - t1
 
 
+def _packed_levels_in_bulk(packed, chk, states, parent, via, depth_marks: list, progress, box: list, watch,
+                           t0: float) -> tuple[int, bool, str]:
+    """:func:`_explore_packed`'s loop, a level at a time, for a packing of at most 64 bits searched
+    without its edges and without a state bound: the Python loop only expands; the level's
+    successors are deduplicated and admitted with numpy (a sorted array of the states seen, no
+    dictionary of every state).  The first occurrence of each new state in expansion order is the
+    one admitted, so the ids, parents, depth and every path are those of the state-by-state loop;
+    the step checks the recording did not decide run after the level's admission, in expansion
+    order (they only need the successor's id).  Returns ``(transitions, complete, stop reason)``;
+    ``states``, ``parent``, ``via`` and ``depth_marks`` are filled in place."""
+    import numpy as np
+
+    expand = packed.expand
+    decode = packed.codec.decode
+    on_state, on_step, skip = chk.on_state, chk.on_step, chk.skip
+    transitions = 0
+    n0 = len(states)
+    seen = np.frombuffer(states, dtype=np.uint64).copy() if n0 else np.empty(0, dtype=np.uint64)
+    seen_ids = np.argsort(seen, kind="stable")
+    seen = seen[seen_ids]
+    a, b = 0, n0
+    while a < b:
+        ys = array("Q")
+        counts = array("q")
+        ys_append, counts_append = ys.append, counts.append
+        pending = []  # steps the recording did not decide: (x, action, observation, y, i, k)
+        i = a
+        for x in states[a:b]:
+            steps = expand(x)
+            counts_append(len(steps))
+            k = -1
+            for act, o, keep, put in steps:
+                k += 1
+                y = (x & keep) | put
+                ys_append(y)
+                if act.__class__ not in skip:
+                    pending.append((x, act, o, y, i, k))
+            i += 1
+        transitions += len(ys)
+        y = np.frombuffer(ys, dtype=np.uint64) if len(ys) else np.empty(0, dtype=np.uint64)
+        c = np.frombuffer(counts, dtype=np.int64) if len(counts) else np.empty(0, dtype=np.int64)
+        src = np.repeat(np.arange(a, b, dtype=np.int64), c)
+        k_of = np.arange(len(y), dtype=np.int64) - np.repeat(np.cumsum(c) - c, c)
+        if len(seen) and len(y):
+            at = np.searchsorted(seen, y)
+            at[at == len(seen)] = 0
+            fresh = seen[at] != y
+            y, src, k_of = y[fresh], src[fresh], k_of[fresh]
+        uniq, first_raw = np.unique(y, return_index=True)
+        admission = np.argsort(first_raw, kind="stable")  # positions in uniq, in order of first occurrence
+        first = first_raw[admission]
+        n = len(states)
+        new = y[first]
+        states.frombytes(new.tobytes())
+        parent.frombytes(src[first].astype(np.int64).tobytes())
+        via.frombytes(k_of[first].astype(np.int64).tobytes())
+        for j, x in enumerate(new.tolist(), n):
+            on_state(x, j)
+        if len(new):  # the seen array and the ids of its states, merged (two sorted runs: timsort merges)
+            uniq_ids = np.empty(len(uniq), dtype=np.int64)
+            uniq_ids[admission] = np.arange(n, n + len(uniq), dtype=np.int64)
+            both = np.concatenate([seen, uniq])
+            order = np.argsort(both, kind="stable")
+            seen = both[order]
+            seen_ids = np.concatenate([seen_ids, uniq_ids])[order]
+        for x, act, o, yy, i, k in pending:
+            j = int(seen_ids[np.searchsorted(seen, yy)])
+            on_step(decode(x), act, o, decode(yy), (i, k, j))
+        a, b = b, len(states)
+        if a < b:
+            depth_marks.append(b)
+        if box:
+            box.clear()
+            if watch.stop_reason:
+                return transitions, False, watch.stop_reason
+            if progress is not None:
+                watch.disarm()
+                progress(SearchProgress(len(states), transitions, len(depth_marks) - 2,
+                                        time.perf_counter() - t0, watch.last_rss))
+                watch.arm()
+    return transitions, True, ""
+
+
 def _explore_packed(model: Model, packed, max_states, liveness, keep_edges, progress, box: list,
                     watch: _Watch | None) -> Exploration:
     """The default mode on a model's packed view (:meth:`Model.packed`, model/engines/packing.py): states
@@ -530,6 +613,10 @@ def _explore_packed(model: Model, packed, max_states, liveness, keep_edges, prog
                 break
         depth_marks[1] = len(states)
         n = len(states)
+        if complete and cap == -1 and not keep_edges and codec.total_bits <= 64:
+            transitions, complete, stop_reason = _packed_levels_in_bulk(
+                packed, chk, states, parent, via, depth_marks, progress, box, watch, t0)
+            i = n = len(states)
         while complete and i < n:
             if i == depth_marks[-1]:
                 depth_marks.append(n)

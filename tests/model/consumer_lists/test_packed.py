@@ -92,6 +92,24 @@ def test_packed_explorations_give_the_same_counts_verdicts_and_paths(config, mon
     assert runs[0] == runs[1]
 
 
+@pytest.mark.parametrize("config", ["small", "acquire-no-cas", "notify-all", "upstream-remove", "reject",
+                                    "groups-shared", "upstream-shared-group-closed"])
+def test_the_safety_search_a_level_at_a_time_gives_the_same_ids_and_paths(config, monkeypatch):
+    """Without liveness and without a state bound the packed search admits a level at a time with numpy
+    (explorer._packed_levels_in_bulk): the same states in the same order (ids, parents, positions),
+    depth, transitions, verdicts and paths as the tuple search and as its own state-by-state loop
+    (a state bound selects that loop)."""
+    runs = []
+    for model, bound in ((_unpacked(config, monkeypatch), None), (load_model("consumer-lists", config, {}), 10**9),
+                         (load_model("consumer-lists", config, {}), None)):
+        ex = explore(model, liveness=False, max_states=bound)
+        assert ex.complete
+        runs.append((ex.states, ex.transitions, ex.depth, list(ex.parent), list(ex.via),
+                     [(v.prop.name, v.status, None if v.path is None else [(a, o, t) for a, o, t in v.path.steps])
+                      for v in ex.verdicts]))
+    assert runs[0] == runs[1] == runs[2]
+
+
 def test_a_violated_step_check_is_found_through_a_plain_label():
     """A step whose check fails when it is recorded keeps its plain label, so the engine evaluates it
     on the real states and reports the shortest counterexample (acquire-no-cas: a message acquired
