@@ -467,6 +467,10 @@ def _liveness(ex: Exploration, live: list, check_live: bool, witnessed: dict, wa
     ex.analysis_seconds = time.perf_counter() - t1
 
 
+#: states a level-at-a-time search expands between two looks at the watch (time and memory limits)
+_BULK_CHUNK = 8192
+
+
 def _packed_levels_in_bulk(packed, chk, states, parent, via, depth_marks: list, progress, box: list, watch,
                            t0: float) -> tuple[int, bool, str]:
     """:func:`_explore_packed`'s loop, a level at a time, for a packing of at most 64 bits searched
@@ -494,17 +498,20 @@ def _packed_levels_in_bulk(packed, chk, states, parent, via, depth_marks: list, 
         ys_append, counts_append = ys.append, counts.append
         pending = []  # steps the recording did not decide: (x, action, observation, y, i, k)
         i = a
-        for x in states[a:b]:
-            steps = expand(x)
-            counts_append(len(steps))
-            k = -1
-            for act, o, keep, put in steps:
-                k += 1
-                y = (x & keep) | put
-                ys_append(y)
-                if act.__class__ not in skip:
-                    pending.append((x, act, o, y, i, k))
-            i += 1
+        for c0 in range(a, b, _BULK_CHUNK):  # a limit of the watch is heard within a chunk, not a level
+            if box and watch.stop_reason:
+                return transitions + len(ys), False, watch.stop_reason
+            for x in states[c0:min(c0 + _BULK_CHUNK, b)]:
+                steps = expand(x)
+                counts_append(len(steps))
+                k = -1
+                for act, o, keep, put in steps:
+                    k += 1
+                    y = (x & keep) | put
+                    ys_append(y)
+                    if act.__class__ not in skip:
+                        pending.append((x, act, o, y, i, k))
+                i += 1
         transitions += len(ys)
         y = np.frombuffer(ys, dtype=np.uint64) if len(ys) else np.empty(0, dtype=np.uint64)
         c = np.frombuffer(counts, dtype=np.int64) if len(counts) else np.empty(0, dtype=np.int64)
