@@ -483,6 +483,8 @@ def _packed_levels_in_bulk(packed, chk, states, parent, via, depth_marks: list, 
     ``states``, ``parent``, ``via`` and ``depth_marks`` are filled in place."""
     import numpy as np
 
+    from conq.model.engines.levels import first_unseen, flat_successors
+
     expand = packed.expand
     decode = packed.codec.decode
     on_state, on_step, skip = chk.on_state, chk.on_step, chk.skip
@@ -513,32 +515,20 @@ def _packed_levels_in_bulk(packed, chk, states, parent, via, depth_marks: list, 
                         pending.append((x, act, o, y, i, k))
                 i += 1
         transitions += len(ys)
-        y = np.frombuffer(ys, dtype=np.uint64) if len(ys) else np.empty(0, dtype=np.uint64)
-        c = np.frombuffer(counts, dtype=np.int64) if len(counts) else np.empty(0, dtype=np.int64)
-        src = np.repeat(np.arange(a, b, dtype=np.int64), c)
-        k_of = np.arange(len(y), dtype=np.int64) - np.repeat(np.cumsum(c) - c, c)
-        if len(seen) and len(y):
-            at = np.searchsorted(seen, y)
-            at[at == len(seen)] = 0
-            fresh = seen[at] != y
-            y, src, k_of = y[fresh], src[fresh], k_of[fresh]
-        uniq, first_raw = np.unique(y, return_index=True)
-        admission = np.argsort(first_raw, kind="stable")  # positions in uniq, in order of first occurrence
-        first = first_raw[admission]
+        y, src, k_of = flat_successors(ys, counts, np.arange(a, b, dtype=np.int64))
+        idx, uniq, rank = first_unseen(seen, y)
         n = len(states)
-        new = y[first]
+        new = y[idx]
         states.frombytes(new.tobytes())
-        parent.frombytes(src[first].astype(np.int64).tobytes())
-        via.frombytes(k_of[first].astype(np.int64).tobytes())
+        parent.frombytes(src[idx].tobytes())
+        via.frombytes(k_of[idx].tobytes())
         for j, x in enumerate(new.tolist(), n):
             on_state(x, j)
         if len(new):  # the seen array and the ids of its states, merged (two sorted runs: timsort merges)
-            uniq_ids = np.empty(len(uniq), dtype=np.int64)
-            uniq_ids[admission] = np.arange(n, n + len(uniq), dtype=np.int64)
             both = np.concatenate([seen, uniq])
             order = np.argsort(both, kind="stable")
             seen = both[order]
-            seen_ids = np.concatenate([seen_ids, uniq_ids])[order]
+            seen_ids = np.concatenate([seen_ids, n + rank])[order]
         for x, act, o, yy, i, k in pending:
             j = int(seen_ids[np.searchsorted(seen, yy)])
             on_step(decode(x), act, o, decode(yy), (i, k, j))

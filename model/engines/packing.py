@@ -332,11 +332,11 @@ class Section:
         e = None if mask is None else self.memo.get(x & mask)
         return e if e is not None else self.miss(x)
 
-    def miss(self, x: int, start: int = 0) -> tuple:
-        """Record the section on packed state ``x`` (knowing at least the fields of ``start``)."""
+    def miss(self, x: int) -> tuple:
+        """Record the section on packed state ``x``."""
         codec = self.codec
         r = x & self.root
-        known = self.masks.get(r, self.root) | start
+        known = self.masks.get(r, self.root)
         s = codec.decode(x)
         while True:
             p = codec.poisoned(s, known)

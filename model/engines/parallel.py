@@ -41,6 +41,7 @@ from typing import Any, Callable
 import numpy as np
 
 from conq.model.engines.fingerprint import fingerprint
+from conq.model.engines.levels import first_unseen, flat_successors
 from conq.model.engines.packing import PackingError
 from conq.model.kernel import Kind, Model, Path
 
@@ -462,10 +463,7 @@ class _Exact:
     def partition(self, ys: Any, gids: Any, counts: Any) -> tuple[tuple, list]:
         """``(mine, by_dest)``: this worker's candidates and, per other worker, theirs as bytes;
         each ``(states, parent ids, positions)``, first occurrences only, in expansion order."""
-        y = np.frombuffer(ys, dtype=np.uint64) if len(ys) else np.empty(0, dtype=np.uint64)
-        c = np.frombuffer(counts, dtype=np.int64) if len(counts) else np.empty(0, dtype=np.int64)
-        src = np.repeat(np.frombuffer(gids, dtype=np.int64) if len(gids) else np.empty(0, dtype=np.int64), c)
-        k = np.arange(len(y), dtype=np.int64) - np.repeat(np.cumsum(c) - c, c)
+        y, src, k = flat_successors(ys, counts, np.frombuffer(gids, dtype=np.int64) if len(gids) else ())
         owner = exact_owners(y, self.W)
         mine: tuple = ()
         by_dest: list = []
@@ -490,14 +488,8 @@ class _Exact:
         y = np.concatenate([p[0] for p in parts])
         src = np.concatenate([p[1] for p in parts])
         k = np.concatenate([p[2] for p in parts])
-        if len(self.seen) and len(y):
-            at = np.searchsorted(self.seen, y)
-            at[at == len(self.seen)] = 0
-            fresh = self.seen[at] != y
-            y, src, k = y[fresh], src[fresh], k[fresh]
-        uniq, first = np.unique(y, return_index=True)
-        first.sort()
-        y, src, k = y[first], src[first], k[first]
+        idx, uniq, _rank = first_unseen(self.seen, y)
+        y, src, k = y[idx], src[idx], k[idx]
         base = len(self.parent)
         self.parent.frombytes(src.astype(np.int64).tobytes())
         self.via.frombytes(k.astype(np.uint32).tobytes())
@@ -508,7 +500,7 @@ class _Exact:
         if len(y):
             self.next.append((y, g))
             self.pending += len(y)
-        if len(y):  # two sorted runs: the stable sort (timsort) merges them in linear time
+            # two sorted runs: the stable sort (timsort) merges them in linear time
             self.seen = np.sort(np.concatenate([self.seen, uniq]), kind="stable")
 
 
