@@ -24,10 +24,13 @@ SMALL = 12_000
 
 
 def _unpacked(config: str, monkeypatch) -> ConsumerListsModel:
+    """The model searched as tuples for good: ``CONQ_CL_PACKED=0`` is read at every ``packed()`` call,
+    so the environment alone would stop holding once restored (the search would build the view)."""
     monkeypatch.setenv("CONQ_CL_PACKED", "0")
     m = load_model("consumer-lists", config, {})
     assert m.packed() is None
     monkeypatch.delenv("CONQ_CL_PACKED")
+    m.packed = lambda: None  # type: ignore[method-assign]
     return m
 
 
@@ -99,10 +102,16 @@ def test_the_safety_search_a_level_at_a_time_gives_the_same_ids_and_paths(config
     (explorer._packed_levels_in_bulk): the same states in the same order (ids, parents, positions),
     depth, transitions, verdicts and paths as the tuple search and as its own state-by-state loop
     (a state bound selects that loop)."""
+    from conq.model.engines import explorer as explorer_module
+
+    in_bulk = []
+    real = explorer_module._packed_levels_in_bulk
+    monkeypatch.setattr(explorer_module, "_packed_levels_in_bulk", lambda *a, **kw: in_bulk.append(1) or real(*a, **kw))
     runs = []
     for model, bound in ((_unpacked(config, monkeypatch), None), (load_model("consumer-lists", config, {}), 10**9),
                          (load_model("consumer-lists", config, {}), None)):
         ex = explore(model, liveness=False, max_states=bound)
+        assert len(in_bulk) == (bound is None and model.packed() is not None)  # only the last run is in bulk
         assert ex.complete
         runs.append((ex.states, ex.transitions, ex.depth, list(ex.parent), list(ex.via),
                      [(v.prop.name, v.status, None if v.path is None else [(a, o, t) for a, o, t in v.path.steps])
