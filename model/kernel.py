@@ -403,23 +403,32 @@ class Model(Generic[S]):
     #: witness's path is rebuilt to end at the member that fired (results._concretise).
     orbit_properties: frozenset[str] = frozenset()
 
+    #: How :meth:`view` splits into the parts a counterexample reports changes of
+    #: (:mod:`conq.model.changes`): a top-level key of the view whose value is a list -> the name
+    #: of one of its items (``{"consumers": "c"}``: ``c0``, ``c1``, by an item's ``id`` when it has
+    #: one), or ``(prefix, field)`` to file a list's items under another part's field
+    #: (``{"rejected_by": ("m", "rejected_by")}``: ``m0.rejected_by``).  Everything else is
+    #: :attr:`view_root`.
+    view_parts: ClassVar[Mapping[str, str | tuple[str, str]]] = {}
+    view_root: ClassVar[str] = "state"
+
     def actors(self, action: Action, observation: Observation) -> tuple[str, str]:
-        """Who does a step to whom: the arrows of a counterexample's sequence diagram."""
+        """Who does a step to whom (the first name is the one that acted): a counterexample's
+        arrows go from it to the part the step changed (:mod:`conq.model.changes`)."""
         return ("driver", self.name)
 
     def format_action(self, action: Action, observation: Observation) -> str:
-        args = ", ".join(repr(x) for x in action[1:])
-        return f"{action[0]}({args}) -> {observation!r}"
+        """``name(arg, ...)`` with JSON arguments, then ``→ observation`` if there is one."""
+        from conq.model.changes import label
 
-    def format_path(self, path: Path, *, states: bool = False) -> str:
-        lines = [f"  init: {_compact(self.view(path.init))}"]
-        for i, (a, o, t) in enumerate(path.steps, 1):
-            lines.append(f"  {i:>3}. {self.format_action(a, o)}")
-            if states:
-                lines.append(f"       {_compact(self.view(t))}")
-        if path.steps and not states:
-            lines.append(f"  last: {_compact(self.view(path.last))}")
-        return "\n".join(lines)
+        return label(self, action, observation)
+
+    def format_path(self, path: Path, *, states: bool = False, cycle: Path | None = None) -> str:
+        """A path as text: per step who acted, the action and the fields it changed
+        (``states``: the full state after every step too); a lasso's ``cycle`` after it."""
+        from conq.model.changes import explain, format_trail
+
+        return format_trail(explain(self, path, cycle), states=states)
 
     # -- running paths ----------------------------------------------------
     def replay(self, actions: Iterable[tuple[Action, Observation] | Action], init: S | None = None) -> Path:

@@ -95,6 +95,13 @@ def _put(s: tuple, **changes) -> tuple:
 class RecoveryDeferralModel(Model):
     name = "recovery-deferral"
     Config = RecoveryDeferralConfig
+    #: a counterexample's changes per event (e0), worker queue (q0: its events and what it runs)
+    #: and producer (p0: its recovery and callbacks); the rest (feed, tracker) is the SDK's
+    #: (model/changes.py)
+    view_parts = {"events": "e", "queues": ("q", "events"), "running": ("q", "running"),
+                  "recovery": ("p", "recovery"), "callbacks": ("p", "callbacks"),
+                  "customer_told_recovery": ("p", "customer_told"), "callback_contexts": ("p", "contexts")}
+    view_root = "sdk"
 
     # -- configurations ------------------------------------------------------
     @classmethod
