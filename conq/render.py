@@ -63,3 +63,13 @@ def trail_markdown(trail: Trail) -> str:
         "<details><summary>initial state and full states</summary>", "",
         "```", init, "```", "", "```", states, "```", "", "</details>",
     ])
+
+
+def status_text(status: str, states: int) -> str:
+    """A verdict as a reader should see it: an invariant that a cut search did not see violated
+    is not ``holds`` but "no violation in N states (incomplete)"."""
+    if status == "incomplete":
+        return f"no violation in {states:,} states (incomplete)"
+    if status == "unknown":
+        return f"not reached in {states:,} states (incomplete)"
+    return status

@@ -19,7 +19,9 @@ class Verdict:
 
     prop: Property
     #: "holds" | "violated" | "vacuous" | "witnessed" | "unreached" | "skipped" | "unknown" (a
-    #: witness or state not reached by a search that was cut short: no verdict)
+    #: witness or state not reached by a search that was cut short: no verdict) | "incomplete" (an
+    #: invariant exercised and not violated by a search that was cut short: no verdict either, and
+    #: never shown as "holds")
     status: str
     path: Path | None = None  # counterexample (violated) or witness (holds/witnessed)
     cycle: Path | None = None  # liveness: the repeated part of the lasso
@@ -333,6 +335,11 @@ class _Checks:
             # a search cut short proves nothing by what it did not reach
             return Verdict(p, "unknown", detail=f"not reached before the search was cut short ({stop_reason})")
 
+        def held(p: Property, path: Any) -> Verdict:
+            if complete:
+                return Verdict(p, "holds", path)
+            return Verdict(p, "incomplete", path, detail=f"no violation before the search was cut short ({stop_reason})")
+
         def path_to(p: Property, where: Any, goal) -> Any:
             # an orbit property fired on some member of the representative's class: the path is
             # rebuilt to end at a member where it fires (``goal``), not at any member
@@ -346,14 +353,14 @@ class _Checks:
                 if p.name in self.violated:
                     out.append(Verdict(p, "violated", path_to(p, self.violated[p.name], lambda s, f=p.check: not f(s))))
                 elif p.name in self.witnessed:
-                    out.append(Verdict(p, "holds", path_to(p, self.witnessed[p.name], p.witness)))
+                    out.append(held(p, path_to(p, self.witnessed[p.name], p.witness)))
                 else:
                     out.append(not_found(p, "vacuous", "its witness was never reached"))
             elif p.kind is Kind.ALWAYS_STEP:
                 if p.name in self.violated_step:
                     out.append(Verdict(p, "violated", step_path(self.violated_step[p.name])))
                 elif p.name in self.witnessed_step:
-                    out.append(Verdict(p, "holds", step_path(self.witnessed_step[p.name])))
+                    out.append(held(p, step_path(self.witnessed_step[p.name])))
                 else:
                     out.append(not_found(p, "vacuous", "its witness was never reached"))
             elif p.kind is Kind.SOMETIMES:
