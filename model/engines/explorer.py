@@ -423,8 +423,16 @@ def _wrap_up(model: Model, chk: _Checks, states, state_list, parent, via, edges,
         parent=parent,
         via=via,
         symmetry=symmetry,
+        level_sizes=_level_sizes(depth_marks, len(states)),
     )
     return ex, t1
+
+
+def _level_sizes(depth_marks: list, n: int) -> list[int]:
+    """States per breadth-first level from the level boundaries (``depth_marks[k]``: where level
+    ``k`` starts, after a leading 0)."""
+    marks = sorted(set([m for m in depth_marks[1:] if m < n] + [0, n]))
+    return [b - a for a, b in zip(marks, marks[1:])]
 
 
 def _liveness(ex: Exploration, live: list, check_live: bool, witnessed: dict, watch: _Watch | None, t1: float) -> None:

@@ -112,6 +112,7 @@ def explore_fingerprints(model: Model, max_states, symmetry: bool, progress, box
     stop_reason = ""
     transitions = 0
     levels = 0
+    level_sizes: list[int] = []  # states per depth
     cap = max_states if max_states is not None else -1
     n = 0
     on_state = chk.on_state
@@ -149,6 +150,7 @@ def explore_fingerprints(model: Model, max_states, symmetry: bool, progress, box
         first = 0  # index of cur[0]
         while complete and cur:
             levels += 1
+            level_sizes.append(len(cur))
             seen_old = merge(seen_old, cur_fps)
             cur_fps = []
             nxt: list[Any] = []
@@ -264,6 +266,7 @@ def explore_fingerprints(model: Model, max_states, symmetry: bool, progress, box
         states=n,
         transitions=transitions,
         depth=depth,
+        level_sizes=level_sizes,
         search_seconds=t1 - t0,
         analysis_seconds=time.perf_counter() - t1,
         complete=complete,

@@ -571,6 +571,7 @@ def explore_parallel(model: Model, W: int, max_states, symmetry: bool, progress,
         return _reply(conns[w].recv(), w)
 
     states = transitions = levels = 0
+    totals: list[int] = []  # states found up to each depth
     recordings: list = [None] * W
     clean = False  # every worker acknowledged its exit
     try:
@@ -595,6 +596,7 @@ def explore_parallel(model: Model, W: int, max_states, symmetry: bool, progress,
         try:
             while True:
                 states = sum(r[1] for r in replies)
+                totals.append(states)
                 transitions += sum(r[2] for r in replies)
                 for w, r in enumerate(replies):
                     for kind, name, where in r[3]:
@@ -679,6 +681,7 @@ def explore_parallel(model: Model, W: int, max_states, symmetry: bool, progress,
         states=states,
         transitions=transitions,
         depth=max(levels - 1, 0),
+        level_sizes=[b - a for a, b in zip([0, *totals], totals) if b > a],
         search_seconds=t1 - t0,
         analysis_seconds=time.perf_counter() - t1,
         complete=complete,

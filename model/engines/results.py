@@ -60,6 +60,9 @@ class Exploration:
     symmetry: bool = False
     #: the liveness analysis alone (a part of analysis_seconds)
     liveness_seconds: float = 0.0
+    #: distinct states first found at each depth (breadth-first levels; empty when a mode does
+    #: not count them)
+    level_sizes: list[int] = field(default_factory=list)
 
     def path(self, idx: int) -> Path:
         """The shortest path (as found by the search) from an initial state to state ``idx``."""
@@ -120,6 +123,7 @@ class Exploration:
             "ok": self.ok,
             "mode": self.mode,
             "symmetry": self.symmetry,
+            "states_per_depth": list(self.level_sizes),
             "properties": [
                 {
                     "name": v.prop.name,
