@@ -27,8 +27,8 @@ from typing import Any, Callable, Iterable
 from conq.model.kernel import Kind, Model, config_dict
 
 from . import protocol
-from .adapters import REJECTED, Implementation, PortFailure, short_repr
-from .trace import Event, Trace, hashable, jsonable
+from .adapters import REJECTED, Implementation, PortFailure
+from .trace import Event, FrozenDict, Trace, hashable, jsonable, short_json
 
 
 #: the bound on one echoed value in a verdict (see :func:`adapters.short_repr`)
@@ -59,27 +59,46 @@ class Divergence:
     failure: str = ""
 
     def describe(self) -> str:
+        """The verdict in words; every value in it (the action, what the port observed, what the
+        model allowed, states) is JSON text, cut to a bounded length (``short_json``): a huge
+        observation never floods a report, a Parquet row or --json output."""
         if self.kind == "port":
             return f"step {self.step}: port failure ({self.failure}): {self.detail}" if self.failure else f"step {self.step}: {self.detail}"
-        head = f"step {self.step}: action {list(self.action)}"
-        # echoed values are cut to a bounded length (short_repr): a huge observation never
-        # floods a report, a Parquet row or --json output
+        head = f"step {self.step}: action {short_json(self.action, ECHO)}"
         if self.kind == "observation" and self.failure == "definite-error":
             # a definite error is an observation (spec/port-protocol.md): what the port answered, and
             # what the model allowed at that step
             err = protocol.BY_CODE.get(self.observed[1])
             name = f" ({err.name}, definite)" if err is not None else ""
             return (f"{head}: the port answered error {self.observed[1]}{name}; the model allowed "
-                    f"{short_repr(list(self.allowed), 2 * ECHO, tuples_as_lists=True)} (the port: {self.detail})")
+                    f"{short_json(list(self.allowed), 2 * ECHO)} (the port: {self.detail})")
         if self.kind == "observation":
-            return f"{head}: the implementation observed {short_repr(self.observed, ECHO, tuples_as_lists=True)}; the model allows {short_repr(list(self.allowed), 2 * ECHO, tuples_as_lists=True)}"
+            return (f"{head}: the implementation observed {short_json(self.observed, ECHO)}; the model allows "
+                    f"{short_json(list(self.allowed), 2 * ECHO)}")
         if self.kind == "not-enabled":
-            return f"{head}: the implementation performed it (observed {short_repr(self.observed, ECHO, tuples_as_lists=True)}) but the model has it disabled in every consistent state"
+            return (f"{head}: the implementation performed it (observed {short_json(self.observed, ECHO)}) but the "
+                    "model has it disabled in every consistent state")
         if self.kind == "snapshot":
             return f"{head}: the implementation's state after the step matches no consistent model state: {self.detail}"
-        if self.kind == "property":
-            return f"{head}: {self.detail}"
         return f"{head}: {self.detail}"
+
+
+def shaped(value: Any, template: Any) -> Any:
+    """``value`` (hashable: tuples) as JSON, with objects where the model's ``template`` (a view:
+    dicts and lists) has them and their keys in the template's order, so a verdict's two states
+    read side by side: an in-process driver's ``observed()`` builds plain tuples, which would
+    otherwise print as arrays of pairs (a port's snapshot keeps its objects anyway:
+    :class:`~.trace.FrozenDict`)."""
+    if isinstance(template, dict) and type(value) in (tuple, FrozenDict) and all(
+            type(x) is tuple and len(x) == 2 and type(x[0]) is str for x in value):
+        pairs = dict(value)
+        keys = [k for k in template if k in pairs] + sorted(k for k in pairs if k not in template)
+        return {k: shaped(pairs[k], template.get(k)) for k in keys}
+    if type(value) is FrozenDict:
+        return jsonable(value)
+    if isinstance(template, (list, tuple)) and type(value) is tuple:
+        return [shaped(v, template[min(i, len(template) - 1)] if template else None) for i, v in enumerate(value)]
+    return jsonable(value)
 
 
 @dataclass
@@ -218,9 +237,12 @@ class Checker:
                 result.divergence = Divergence(0, ("init",), None, [], "port", str(e), len(current), failure=e.code)
                 return None
             if not kept:
+                views = [self.model.observe(t) for t in current[:3]]
                 result.divergence = Divergence(
-                    0, ("init",), None, [], "snapshot", f"initial state {short_repr(snap, ECHO, tuples_as_lists=True)} is not an initial state of the model"
-                )
+                    0, ("init",), None, [], "snapshot",
+                    f"the port's initial state {short_json(shaped(snap, views[0] if views else None), ECHO)} is not an "
+                    f"initial state of the model, which allows {short_json(views, 2 * ECHO)}"
+                    + (" ..." if len(current) > 3 else ""))
                 return None
             current = kept
         return current
@@ -312,10 +334,11 @@ class Checker:
                         result.divergence = Divergence(n, action, observed, allowed, "port", str(e), len(current), failure=e.code)
                         return result
                     if not kept:
-                        views = [jsonable(hashable(self.model.observe(t))) for t in nxt[:3]]
+                        views = [self.model.observe(t) for t in nxt[:3]]
                         result.divergence = Divergence(
                             n, action, observed, allowed, "snapshot",
-                            f"implementation {short_repr(snap, ECHO, tuples_as_lists=True)}; model allows {short_repr(views, 2 * ECHO)}" + (" ..." if len(nxt) > 3 else ""),
+                            f"implementation {short_json(shaped(snap, views[0]), ECHO)}; model allows "
+                            f"{short_json(views, 2 * ECHO)}" + (" ..." if len(nxt) > 3 else ""),
                             len(current),
                         )
                         return result

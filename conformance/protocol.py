@@ -1,6 +1,7 @@
 """The port protocol: how an implementation in any language is driven.
 
-Every message and error code is declared here, once.  The protocol document
+Every message and error code is declared once, in spec/schemas/port-protocol.schema.json
+(JSON Schema, read here).  The protocol document
 ``spec/port-protocol.md`` is generated from these declarations
 (``conq protocol --write``) and a test fails when the two differ; the stdio
 adapter and the reference port validate every message they receive against
@@ -14,19 +15,13 @@ sends one request at a time and waits for its response (with a timeout).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
-
-PROTOCOL_VERSION = 1
-
-#: the longest line (one message) the checker reads from a port by default, in bytes;
-#: the environment variable CONQ_PORT_MAX_LINE_BYTES raises it
-MAX_LINE_BYTES = 8 * 1024 * 1024
-
 
 @dataclass(frozen=True)
 class Field:
     name: str
-    type: str  # JSON type, for the document and validation
+    type: str  # JSON type ("any": no constraint), for the document
     about: str
     required: bool = True
 
@@ -48,136 +43,55 @@ class ErrorCode:
     about: str
 
 
-_ID = Field("id", "integer", "request id chosen by the checker; the response echoes it")
-
 #: the optional feature (``init_ok``'s ``features``) of a port that answers an ``action`` or a
 #: ``reset`` with ``"snapshot": true`` with the snapshot after it in the same reply: one round trip
 #: per step instead of two (issue 17, "Checker speed")
 SNAPSHOT_IN_REPLY = "snapshot-in-reply"
 #: the optional feature of a port that implements the thread level (issue 17, "Interleavings through
-#: the protocol"; ``conformance/consumer_lists/thread_steps.py``): asked for with ``init``'s ``level``
+#: the protocol"; each system's ``thread_steps.py``): asked for with ``init``'s ``level``
 THREAD_STEPS = "thread-steps"
 #: the values of ``init``'s ``level``
 LEVELS = ("call", "thread")
-_ASK = ("sent only to a port whose `init_ok` lists the feature `" + SNAPSHOT_IN_REPLY + "`: `true` asks for the "
-        "snapshot taken right after the {what} in the same reply (`{reply}`'s `state`), which saves the `snapshot` "
-        "request that would follow")
-_GIVE = ("only when the request had `\"snapshot\": true`: the snapshot right after the {what}, as `snapshot_ok` "
-         "would carry it; a port that cannot take one leaves the field out, and the checker then sends `snapshot`")
+#: where the messages are declared, once: one JSON Schema (draft 2020-12), a ``$defs`` entry per
+#: message type (issue 35); everything below is read from it
+SCHEMA_FILE = "port-protocol.schema.json"
 
-MESSAGES: tuple[Message, ...] = (
-    Message(
-        "init",
-        "checker",
-        "First message of a session. The port builds a fresh system under test for this model and configuration; "
-        "`seed` fixes every choice the port makes itself (its scheduler, its tie-breaks), so a run replays exactly. "
-        "A port process serves one model and configuration: when a trace of another configuration comes (the golden "
-        "corpus mixes them), the checker shuts the port down and starts a fresh process with a new `init`.",
-        (
-            _ID,
-            Field("protocol", "integer", f"protocol version; this document describes version {PROTOCOL_VERSION}"),
-            Field("model", "string", "model name, e.g. `consumer-lists`"),
-            Field("config", "object", "the model configuration, field by field (see `conq list --json`)"),
-            Field("seed", "integer", "seed for the port's own nondeterminism"),
-            Field("level", "string", "`\"call\"` (the default when absent) or `\"thread\"`: the thread level (see "
-                  f"\"Thread level\" below); a port that implements it lists the feature `{THREAD_STEPS}` in the "
-                  "`init_ok` it answers, one that does not answers error 14 (or ignores the field and leaves the "
-                  "feature out: the checker then fails the run, saying the port has no thread level)", required=False),
-        ),
-        reply="init_ok",
-    ),
-    Message(
-        "init_ok",
-        "port",
-        "The system under test is ready.",
-        (
-            _ID,
-            Field("implementation", "string", "name and version of the port, for reports"),
-            Field("features", "array", "the optional protocol features the port supports, by name (strings; "
-                  "the checker uses those it knows and ignores the rest): "
-                  f"`{SNAPSHOT_IN_REPLY}` (see `action` and `reset`), `{THREAD_STEPS}` (see \"Thread level\")",
-                  required=False),
-        ),
-    ),
-    Message(
-        "action",
-        "checker",
-        "Perform one action of the model on the system under test and report what was observed. "
-        "Actions are arrays: the call name, then its parameters: the model's *call-level* actions, listed with "
-        "their parameters, when each is enabled and what each observes in `spec/ports/<model>.md` (never the "
-        "model's finer thread steps).",
-        (
-            _ID,
-            Field("action", "array", "`[name, param, ...]`, exactly as the calls of `spec/ports/<model>.md`"),
-            Field("snapshot", "boolean", _ASK.format(what="action", reply="action_ok"), required=False),
-        ),
-        reply="action_ok",
-    ),
-    Message(
-        "action_ok",
-        "port",
-        "The action was performed; `observation` is what the caller saw, in the model's vocabulary (its exact "
-        "shape per model: `spec/ports/<model>.md`).",
-        (
-            _ID,
-            Field("observation", "any", "JSON value; arrays stand for the model's tuples"),
-            Field("state", "any", _GIVE.format(what="action"), required=False),
-        ),
-    ),
-    Message(
-        "snapshot",
-        "checker",
-        "Report the observable state of the system under test (optional: a port that cannot answers error 11).",
-        (_ID,),
-        reply="snapshot_ok",
-    ),
-    Message(
-        "snapshot_ok",
-        "port",
-        "The observable state, in the shape of the model's `observe()` view (defined per model, with examples, in "
-        "`spec/ports/<model>.md`).",
-        (_ID, Field("state", "any", "JSON value")),
-    ),
-    Message(
-        "reset",
-        "checker",
-        "Discard the system under test and build a fresh one with the same model and configuration as the `init` "
-        "before it, and this seed (the checker never uses `reset` to change the configuration).",
-        (
-            _ID,
-            Field("seed", "integer", "seed for the fresh system"),
-            Field("snapshot", "boolean", _ASK.format(what="reset", reply="reset_ok"), required=False),
-        ),
-        reply="reset_ok",
-    ),
-    Message("reset_ok", "port", "A fresh system under test is ready.",
-            (_ID, Field("state", "any", _GIVE.format(what="reset"), required=False))),
-    Message("shutdown", "checker", "End of session: the port replies, then exits with status 0.", (_ID,), reply="shutdown_ok"),
-    Message("shutdown_ok", "port", "The port is about to exit.", (_ID,)),
-    Message(
-        "error",
-        "port",
-        "A request failed. `definite` tells whether the operation certainly did not happen (the checker may go on) "
-        "or may have happened in part (the run's verdict is a failure at this step).",
-        (
-            _ID,
-            Field("code", "integer", "one of the error codes below"),
-            Field("text", "string", "what went wrong, for a person"),
-            Field("definite", "boolean", "true when the operation certainly did not happen"),
-        ),
-    ),
-)
 
-ERRORS: tuple[ErrorCode, ...] = (
-    ErrorCode(10, "malformed-request", True, "the request is not valid JSON or lacks a field"),
-    ErrorCode(11, "not-supported", True, "the message type is not supported by this port"),
-    ErrorCode(12, "unknown-action", True, "the action name or its parameters are not known to the port"),
-    ErrorCode(13, "not-enabled", True, "the action's precondition does not hold in the current state; nothing was done"),
-    ErrorCode(14, "unsupported-model", True, "the port does not implement this model or configuration"),
-    ErrorCode(20, "crashed", False, "the system under test failed while performing the action"),
-    ErrorCode(21, "timeout", False, "the action did not complete in the port's own time limit"),
-)
+def schema() -> dict[str, Any]:
+    """spec/schemas/port-protocol.schema.json: every message of the protocol."""
+    return _schema()
 
+
+@lru_cache(maxsize=1)
+def _schema() -> dict[str, Any]:
+    import json
+    from pathlib import Path
+
+    from conq import spec
+
+    return json.loads((Path(spec.__file__).parent / "schemas" / SCHEMA_FILE).read_text(encoding="utf-8"))
+
+
+def _declarations() -> tuple[tuple[Message, ...], tuple[ErrorCode, ...]]:
+    sch = _schema()
+    messages = []
+    errors: tuple[ErrorCode, ...] = ()
+    for kind, node in sch["$defs"].items():
+        required = set(node.get("required", ()))
+        fields = tuple(Field(name, sub.get("type", "any"), sub["description"], name in required)
+                       for name, sub in node["properties"].items() if name != "type")
+        messages.append(Message(kind, node["x-sender"], node["description"], fields, node.get("x-reply")))
+        if kind == "error":
+            errors = tuple(ErrorCode(c["const"], c["title"], c["x-definite"], c["description"])
+                           for c in node["properties"]["code"]["oneOf"])
+    return tuple(messages), errors
+
+
+MESSAGES, ERRORS = _declarations()
+PROTOCOL_VERSION: int = _schema()["x-protocol-version"]
+#: the longest line (one message) the checker reads from a port by default, in bytes;
+#: the environment variable CONQ_PORT_MAX_LINE_BYTES raises it
+MAX_LINE_BYTES: int = _schema()["x-max-line-bytes"]
 
 
 @dataclass(frozen=True)
@@ -207,18 +121,26 @@ FAILURE_CODES = frozenset(f.code for f in FAILURES)
 
 BY_TYPE = {m.type: m for m in MESSAGES}
 BY_CODE = {e.code: e for e in ERRORS}
-_JSON_TYPES = {
-    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
-    "string": lambda v: isinstance(v, str),
-    "object": lambda v: isinstance(v, dict),
-    "array": lambda v: isinstance(v, list),
-    "boolean": lambda v: isinstance(v, bool),
-    "any": lambda v: True,
-}
+_JSON_NAMES = {bool: "boolean", int: "integer", float: "number", str: "string", list: "array", dict: "object",
+               type(None): "null"}
+
+
+@lru_cache(maxsize=None)
+def _validator(kind: str) -> Any:
+    """The JSON Schema validator of message type ``kind`` (its ``$defs`` entry), compiled once.
+    ``integer`` is an integer proper: neither a boolean nor a number such as ``1.0`` (the schema
+    language would accept ``1.0``; a port that writes it has a bug the checker should name)."""
+    from jsonschema import Draft202012Validator, validators
+
+    checker = Draft202012Validator.TYPE_CHECKER.redefine("integer", lambda _c, v: type(v) is int)
+    strict = validators.extend(Draft202012Validator, type_checker=checker)
+    return strict(_schema()["$defs"][kind])
 
 
 def validate(obj: Any, sender: str) -> str | None:
-    """None when ``obj`` is a well-formed message from ``sender``, else the problem."""
+    """None when ``obj`` is a well-formed message from ``sender`` (valid against its message's JSON
+    Schema, spec/schemas/port-protocol.schema.json), else the first problem, by field in the order
+    the schema declares them."""
     if not isinstance(obj, dict):
         return "a message must be a JSON object"
     kind = obj.get("type")
@@ -229,16 +151,25 @@ def validate(obj: Any, sender: str) -> str | None:
         return f"unknown message type {kind!r}"
     if msg.sender != sender:
         return f"message type {kind!r} is sent by the {msg.sender}, not the {sender}"
-    for f in msg.fields:
-        if f.name not in obj:
-            if f.required:
-                return f"{kind}: missing field '{f.name}'"
+    order = {f.name: i for i, f in enumerate(msg.fields)}
+    problems: list[tuple[int, int, str]] = []
+    for e in _validator(kind).iter_errors(obj):
+        if e.validator == "required":
+            problems += [(order.get(n, -1), 0, f"{kind}: missing field '{n}'") for n in e.validator_value if n not in obj]
             continue
-        if not _JSON_TYPES[f.type](obj[f.name]):
-            return f"{kind}: field '{f.name}' must be {f.type}, got {type(obj[f.name]).__name__}"
-    if kind == "error" and obj["code"] not in BY_CODE:
-        return f"error: unknown code {obj['code']}"
-    return None
+        name = e.path[0] if e.path else None
+        where = order.get(name, len(order)) if isinstance(name, str) else len(order)
+        value = obj.get(name) if isinstance(name, str) else obj
+        if e.validator == "type" and len(e.path) == 1:
+            got = _JSON_NAMES.get(type(value), type(value).__name__)
+            problems.append((where, 1, f"{kind}: field '{name}' must be {e.validator_value}, got {got}"))
+        elif kind == "error" and name == "code" and e.validator == "oneOf":
+            problems.append((where, 2, f"error: unknown code {value}"))
+        else:
+            path = "".join(f"[{p}]" if isinstance(p, int) else (f".{p}" if i else p) for i, p in enumerate(e.path))
+            text = e.message if len(e.message) <= 200 else e.message[:200] + " ..."
+            problems.append((where, 3, f"{kind}: field '{path}': {text}"))
+    return min(problems)[2] if problems else None
 
 
 def render_markdown() -> str:
@@ -246,7 +177,7 @@ def render_markdown() -> str:
     out = [
         "# The conq port protocol",
         "",
-        "<!-- generated by `conq protocol --write` from conformance/protocol.py; do not edit by hand -->",
+        "<!-- generated by `conq protocol --write` from spec/schemas/port-protocol.schema.json (conformance/protocol.py); do not edit by hand -->",
         "",
         f"Protocol version {PROTOCOL_VERSION}. A *port* is an implementation of one of the conq models, in any language, "
         "driven by the conformance checker (`conq conformance --impl stdio:CMD`).",
@@ -261,7 +192,7 @@ def render_markdown() -> str:
         "- Optional features: a port may list, in `init_ok`'s `features`, the optional parts of the protocol it "
         f"implements; the checker uses them only with such a port. Today there are two: `{SNAPSHOT_IN_REPLY}`: the "
         "snapshot after an `action` or a `reset` comes in its reply, one round trip per step instead of two (a port "
-        "the checker drives is otherwise limited by the round trips, not by its own speed); and `{THREAD_STEPS}`: the "
+        f"the checker drives is otherwise limited by the round trips, not by its own speed); and `{THREAD_STEPS}`: the "
         "port implements the thread level and confirms it in answer to an `init` asking for it (section \"Thread level\").",
         "- Every response must arrive within the checker's timeout (`--timeout`, default 10 s); a port that does not "
         "answer in time, exits, or writes anything that is not a well-formed message fails the run at that step, with "
@@ -299,6 +230,12 @@ def render_markdown() -> str:
         "",
         "## Messages",
         "",
+        "Every message is declared once, as a JSON Schema (draft 2020-12): "
+        f"[schemas/{SCHEMA_FILE}](schemas/{SCHEMA_FILE}), one `$defs` entry per message type; the tables below "
+        "are generated from it, and the checker validates every reply that is not the expected one with a known "
+        "shape against it (the `jsonschema` package). A port may validate the requests it gets with the same file. "
+        "An `integer` is an integer proper: not `1.0`, not `true`.",
+        "",
     ]
     for m in MESSAGES:
         out += [f"### `{m.type}` ({m.sender} -> {'port' if m.sender == 'checker' else 'checker'})", "", m.about, ""]
@@ -313,21 +250,24 @@ def render_markdown() -> str:
         "A port may also be driven at the *thread level*: the checker sends `init` with `\"level\": \"thread\"`, "
         f"and a port that implements it confirms with the feature `{THREAD_STEPS}` in its `init_ok` (one that does "
         "not answers error 14, or leaves the feature out; either way the checker reports that the port has no "
-        "thread level). A `reset` keeps the level. The messages are the same; only "
-        "the actions and observations change. The port keeps one logical thread per consumer's IO thread and per "
-        "publishing thread, stopped at its scheduling points, and the checker chooses the interleaving:",
+        "thread level). A `reset` keeps the level. The messages are the same; only the actions and observations "
+        "change. The port keeps one logical thread per thread of the system (which ones: the model's port "
+        "reference), each stopped at its scheduling points, and the checker chooses the interleaving:",
         "",
-        "- an environment action (`[\"enqueue\", j]`, `[\"add_consumer\", c]`, ...) is the model's environment "
-        "step alone: the notifications it owes are *not* run, they become a thread that the checker steps;",
-        "- `[\"step\", \"io\", c]` lets consumer `c`'s IO thread run to its next scheduling point (one model "
-        "step); `[\"step\", \"publisher\", j]` lets the publishing thread of message `j` run its owed "
-        "notification. A thread that has no step now answers error 13 (not enabled), as any disabled action;",
-        "- every `action_ok`'s observation is `[label, result, notified]`: `label` names the model step that ran "
-        "(for a step request the port says which one: a thread may have several), `result` what the model observes "
-        "of it, `notified` the sorted consumers it notified; the snapshot after each step has the call level's shape.",
+        "- an environment action (a call from outside the system: `[\"enqueue\", j]`, `[\"feed\", p]`, ...) is "
+        "the model's environment step alone: the work it hands to the system's threads is *not* run, it becomes a "
+        "step of a thread that the checker steps;",
+        "- `[\"step\", kind, n, ...]` lets the thread named by its kind and its number(s) run to its next "
+        "scheduling point (one model step): `[\"step\", \"io\", c]` is consumer `c`'s IO thread in consumer "
+        "lists, `[\"step\", \"worker\", q]` the worker serving task queue `q` in recovery deferral. A thread "
+        "that has no step now answers error 13 (not enabled), as any disabled action;",
+        "- every `action_ok`'s observation is an array whose first element, `label`, names the model step that "
+        "ran (for a step request the port says which one: a thread may have several) and whose second, `result`, "
+        "is what the model observes of it; a system may add more (consumer lists: `notified`, the sorted "
+        "consumers the step notified). The snapshot after each step has the call level's shape.",
         "",
-        "The steps, their labels and results, and the configurations the thread level runs on are in the model's "
-        "port reference (`spec/ports/<model>.md`, section \"Thread level\").",
+        "The threads, their steps, labels and results, and the configurations the thread level runs on are in the "
+        "model's port reference (`spec/ports/<model>.md`, section \"Thread level\").",
         "",
         "## Error codes",
         "",

@@ -72,8 +72,8 @@ def test_snapshot_catches_drift_before_an_observation_does():
     seeing = Checker(racy(), InProcess(drivers.ForgetfulDriver), snapshots=True, check_properties=False).replay(acts)
     assert seeing.divergence.kind == "snapshot" and seeing.divergence.step == 3
     # client 1 read 1 but the implementation remembered 0
-    assert "implementation [['counter', 1], ['pc', ['done', 'read']], ['tmp', [0, 0]]]" in seeing.divergence.detail
-    assert "model allows [[['counter', 1], ['pc', ['done', 'read']], ['tmp', [0, 1]]]]" in seeing.divergence.detail
+    assert 'implementation {"pc": ["done", "read"], "tmp": [0, 0], "counter": 1}' in seeing.divergence.detail
+    assert 'model allows [{"pc": ["done", "read"], "tmp": [0, 1], "counter": 1}]' in seeing.divergence.detail
 
 
 def test_rejected_action_is_consistent_only_when_the_model_disables_it():

@@ -110,14 +110,14 @@ BUGS = {
     # the Interested lists walked from the lowest priority up: the publisher asks c1 first, which the
     # priority check refuses, and stops there: nobody is told of the message
     "lower-priority-first": ("small", [(["enqueue", 0], [None, [0]])], 1, "observation",
-                             "the implementation observed [None, []]; the model allows [[None, [0]]]", "enqueue"),
+                             "the implementation observed [null, []]; the model allows [[null, [0]]]", "enqueue"),
     # notifyConsumers goes on after the first acquirer it notified (visible only among equals: a lower
     # priority is refused by the priority check anyway)
     "notify-all": ("same-priority", [(["enqueue", 0], [None, [0]])], 1, "observation",
-                   "the implementation observed [None, [0, 1]]", "enqueue"),
+                   "the implementation observed [null, [0, 1]]", "enqueue"),
     # a removed Notified consumer's wake-up is not handed over
     "no-handover-on-remove": ("small", [(["enqueue", 0], [None, [0]]), (["remove_consumer", 0], [None, [1]])], 2,
-                              "observation", "the implementation observed [None, []]; the model allows [[None, [1]]]",
+                              "observation", "the implementation observed [null, []]; the model allows [[null, [1]]]",
                               "remove_consumer"),
     # back to Notified after a delivery only when more work is there: with credit left the consumer
     # stays Interested, which only the snapshot shows at once
@@ -158,7 +158,7 @@ def test_injected_bug_is_caught(bug, tmp_path):
     assert len(corpus) == 1, describe(doc)
     f = corpus[0]
     assert (f["step"], f["kind"]) == (step, kind), f
-    assert f["divergence"].startswith(f"step {step}: action {events[step - 1][0]!r}: "), f
+    assert f["divergence"].startswith(f"step {step}: action {json.dumps(events[step - 1][0])}: "), f
     assert text in f["divergence"], f
     walks = [f for f in doc["failures"] if not f["source"].startswith("corpus:")]
     assert walks, f"no exhaustive trace of {config} caught {bug}"
@@ -197,5 +197,5 @@ def test_unnotify_after_scan_is_caught_only_at_thread_level():
         # at the first pull the exhaustive order reaches (consumer 1's in suspend-priority)
         assert not c["ok"] and c["actions"][-1][:2] == ["step", "io"], c
         step, who = len(c["actions"]), c["actions"][-1][2]
-        assert c["divergence"].startswith(f"step {step}: action ['step', 'io', {who}]: the implementation's state"), c
-        assert "'notified'" in c["divergence"].split("model allows")[0], c  # still Notified after the pull began
+        assert c["divergence"].startswith(f'step {step}: action ["step", "io", {who}]: the implementation\'s state'), c
+        assert '"notified"' in c["divergence"].split("model allows")[0], c  # still Notified after the pull began

@@ -43,7 +43,7 @@ def test_unnotify_after_scan_is_caught_at_thread_level():
     assert not r.ok
     # the pull's first step left the consumer NOTIFIED while it scans: the snapshot shows it at once
     assert r.divergence.kind == "snapshot" and r.actions[-1] == ("step", "io", 0), r.describe()
-    assert "'notified'" in r.divergence.detail and "'interested'" in r.divergence.detail
+    assert '"notified"' in r.divergence.detail and '"interested"' in r.divergence.detail
 
 
 def test_unnotify_after_scan_is_caught_through_a_stdio_port_at_thread_level(tmp_path):
