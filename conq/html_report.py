@@ -214,7 +214,7 @@ class HtmlReport:
     def headline(self) -> str:
         n = len(self.rows)
         if not self.failed:
-            return f"{n} checks, all as expected"
+            return "1 check, as expected" if n == 1 else f"{n} checks, all as expected"
         names = ", ".join(r.subject for r in self.failed[:5]) + (" ..." if len(self.failed) > 5 else "")
         return f"{len(self.failed)} of {n} checks not as expected: {names}"
 

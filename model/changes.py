@@ -250,6 +250,15 @@ def label(model: "Model", action: tuple, observation: Any) -> str:
     return text
 
 
+def step_changes(model: "Model", before: Any, after: Any, default_target: str) -> tuple[str, tuple[Change, ...]]:
+    """A step's target (the first part it changed other than the root, else ``default_target``:
+    the model's second actor) and its changes, the target's first."""
+    changes = diff_views(model, before, after)
+    root = root_name(model, after)
+    target = next((c.part for c in changes if c.part != root), default_target)
+    return target, tuple(sorted(changes, key=lambda c: c.part != target))  # (a stable sort)
+
+
 def explain(model: "Model", path: "Path", cycle: "Path | None" = None) -> Trail:
     """The trail of ``path`` (and of the lasso's ``cycle``, which starts where ``path`` ends)."""
     steps: list[Step] = []
@@ -262,11 +271,8 @@ def explain(model: "Model", path: "Path", cycle: "Path | None" = None) -> Trail:
             cycle_start = len(steps)
         for a, o, t in run:
             view = jsonable(model.view(t))
-            changes = tuple(diff_views(model, prev_view, view))
             src, dst = model.actors(a, o)
-            root = root_name(model, view)
-            target = next((c.part for c in changes if c.part != root), dst)
-            changes = tuple(sorted(changes, key=lambda c: c.part != target))  # the target's first (stable)
+            target, changes = step_changes(model, prev_view, view, dst)
             steps.append(Step(len(steps) + 1, tuple(a), o, src, target, model.format_action(a, o), changes, view))
             prev_view = view
     return Trail(init_view, tuple(steps), cycle_start, parts(model, init_view))
