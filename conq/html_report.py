@@ -238,3 +238,16 @@ class HtmlReport:
         tmp.write_text(html, encoding="utf-8")
         tmp.replace(target)
         return target
+
+
+def slim_markdown(report: HtmlReport, html_name: str = "index.html") -> str:
+    """The Markdown beside the page: the headline and one line per check, each linking to its
+    section of the HTML page (where the counterexamples, plots and property tables are)."""
+    lines = [f"# {report.title}", "", f"**{report.headline()}**", "",
+             f"Everything else (counterexamples with their steps, property tables, plots): [{html_name}]({html_name}).", "",
+             "| stage | subject | result | as expected | s |", "|---|---|---|---|---:|"]
+    for r in report.rows:
+        subject = f"[{r.subject}]({html_name}#{r.anchor})" if r.anchor else r.subject
+        result = r.result.replace("|", "\\|")
+        lines.append(f"| {r.stage} | {subject} | {result} | {'yes' if r.ok else '**NO**'} | {r.seconds:.1f} |")
+    return "\n".join(lines) + "\n"

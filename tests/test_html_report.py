@@ -76,3 +76,14 @@ def test_a_missed_chao2_interval_is_said_to_be_missed():
         "missed: the true count 351 is 3.9x the interval's upper bound"
     assert chao2_verdict({"estimate": 80.0, "low": 70.0, "high": 90.0}, 85)["held"] is True
     assert chao2_verdict({"estimate": 80.0, "low": 70.0, "high": 90.0}, None)["held"] is None
+
+
+def test_markdown_is_the_headline_and_a_table_linking_the_page(flag_order):
+    from conq.html_report import slim_markdown
+
+    r = HtmlReport("conq run")
+    anchor = r.add_exploration(flag_order, "consumer-lists / upstream-flag-order",
+                               expected=[v.prop.name for v in flag_order.violations])
+    md = slim_markdown(r)
+    assert md.splitlines()[2] == "**1 check, as expected**"
+    assert f"[consumer-lists / upstream-flag-order](index.html#{anchor})" in md and "```" not in md
