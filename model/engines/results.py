@@ -10,6 +10,7 @@ from array import array
 from dataclasses import dataclass, field
 from typing import Any
 
+from conq.model.changes import explain, jsonable
 from conq.model.kernel import CheckedAction, Kind, Model, Path, Property
 
 
@@ -133,6 +134,10 @@ class Exploration:
                     "detail": v.detail,
                     "path": _path_json(self.model, v.path) if v.path is not None else None,
                     "cycle": _path_json(self.model, v.cycle) if v.cycle is not None else None,
+                    # the counterexample as every output shows it: per step who acted and what
+                    # changed (model/changes.py), the lasso's cycle after its prefix
+                    "trail": explain(self.model, v.path, v.cycle).to_json()
+                    if v.path is not None and v.status == "violated" else None,
                 }
                 for v in self.verdicts
             ],
@@ -141,8 +146,9 @@ class Exploration:
 
 def _path_json(model: Model, path: Path) -> dict[str, Any]:
     return {
-        "init": model.view(path.init),
-        "steps": [{"action": list(a), "observation": o, "state": model.view(t)} for a, o, t in path.steps],
+        "init": jsonable(model.view(path.init)),
+        "steps": [{"action": jsonable(list(a)), "observation": jsonable(o), "state": jsonable(model.view(t))}
+                  for a, o, t in path.steps],
     }
 
 
