@@ -200,10 +200,12 @@ class Step:
     #: the state after the step, the model's view (the full state, on demand)
     state: Any
 
-    def to_json(self) -> dict[str, Any]:
-        return {"step": self.number, "action": jsonable(list(self.action)), "observation": jsonable(self.observation),
-                "actor": self.actor, "target": self.target, "label": self.label,
-                "changes": [c.to_json() for c in self.changes], "state": jsonable(self.state)}
+    def to_json(self, *, state: bool = True) -> dict[str, Any]:
+        d = {"step": self.number, "action": jsonable(list(self.action)), "observation": jsonable(self.observation),
+             "actor": self.actor, "target": self.target, "label": self.label, "changes": [c.to_json() for c in self.changes]}
+        if state:
+            d["state"] = jsonable(self.state)
+        return d
 
 
 @dataclass(frozen=True)
@@ -235,9 +237,12 @@ class Trail:
             seen.setdefault(s.target)
         return list(seen)
 
-    def to_json(self) -> dict[str, Any]:
-        return {"init": jsonable(self.init), "init_parts": self.init_parts, "steps": [s.to_json() for s in self.steps],
-                "cycle_start": self.cycle_start}
+    def to_json(self, *, states: bool = True) -> dict[str, Any]:
+        """``states``: the full state after each step too (and the initial one)."""
+        d = {"steps": [s.to_json(state=states) for s in self.steps], "cycle_start": self.cycle_start}
+        if states:
+            d = {"init": jsonable(self.init), "init_parts": self.init_parts, **d}
+        return d
 
 
 def label(model: "Model", action: tuple, observation: Any) -> str:
