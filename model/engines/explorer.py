@@ -476,73 +476,73 @@ def _liveness(ex: Exploration, live: list, check_live: bool, witnessed: dict, wa
 
 
 #: states a level-at-a-time search expands between two looks at the watch (time and memory limits)
-_BULK_CHUNK = 8192
+_BULK_CHUNK = 1 << 14
 
 
 def _packed_levels_in_bulk(packed, chk, states, parent, via, depth_marks: list, progress, box: list, watch,
                            t0: float) -> tuple[int, bool, str]:
     """:func:`_explore_packed`'s loop, a level at a time, for a packing of at most 64 bits searched
-    without its edges and without a state bound: the Python loop only expands; the level's
-    successors are deduplicated and admitted with numpy (a sorted array of the states seen, no
-    dictionary of every state).  The first occurrence of each new state in expansion order is the
-    one admitted, so the ids, parents, depth and every path are those of the state-by-state loop;
-    the step checks the recording did not decide run after the level's admission, in expansion
-    order (they only need the successor's id).  Returns ``(transitions, complete, stop reason)``;
-    ``states``, ``parent``, ``via`` and ``depth_marks`` are filled in place."""
+    without its edges and without a state bound (issue 36): a level is expanded with numpy
+    (:class:`~conq.model.engines.vector.VectorExpander`: the sections' recordings applied to the
+    whole array), deduplicated and admitted with numpy (a sorted array of the states seen, no
+    dictionary of every state), and its new states' checks evaluated as an array
+    (:class:`~conq.model.engines.vector.VectorPredicate`).  The first occurrence of each new state in
+    expansion order is the one admitted, so the ids, parents, depth and every path are those of the
+    state-by-state loop; the step checks the recording did not decide run after the level's
+    admission, in expansion order (they only need the successor's id).  Returns ``(transitions,
+    complete, stop reason)``; ``states``, ``parent``, ``via`` and ``depth_marks`` are filled in place."""
     import numpy as np
 
-    from conq.model.engines.levels import first_unseen, flat_successors
+    from conq.model.engines.levels import first_unseen, merge_sorted
+    from conq.model.engines.vector import VectorPredicate, vector_view
 
-    expand = packed.expand
+    vx = vector_view(packed)
     decode = packed.codec.decode
-    on_state, on_step, skip = chk.on_state, chk.on_step, chk.skip
+    objs = vx.steps.objs
     transitions = 0
-    n0 = len(states)
-    seen = np.frombuffer(states, dtype=np.uint64).copy() if n0 else np.empty(0, dtype=np.uint64)
-    seen_ids = np.argsort(seen, kind="stable")
-    seen = seen[seen_ids]
-    a, b = 0, n0
-    while a < b:
-        ys = array("Q")
-        counts = array("q")
-        ys_append, counts_append = ys.append, counts.append
-        pending = []  # steps the recording did not decide: (x, action, observation, y, i, k)
-        i = a
-        for c0 in range(a, b, _BULK_CHUNK):  # a limit of the watch is heard within a chunk, not a level
+    frontier = np.array(states, dtype=np.uint64)
+    seen_ids = np.argsort(frontier, kind="stable")
+    seen = frontier[seen_ids]  # every state seen, sorted, and its id
+    quiet = [None, None]  # (the predicate, its vector form)
+    a = 0
+    while len(frontier):
+        ys, counts, gs = [], [], []
+        for c0 in range(0, len(frontier), _BULK_CHUNK):  # a limit of the watch is heard within a chunk
             if box and watch.stop_reason:
-                return transitions + len(ys), False, watch.stop_reason
-            for x in states[c0:min(c0 + _BULK_CHUNK, b)]:
-                steps = expand(x)
-                counts_append(len(steps))
-                k = -1
-                for act, o, keep, put in steps:
-                    k += 1
-                    y = (x & keep) | put
-                    ys_append(y)
-                    if act.__class__ not in skip:
-                        pending.append((x, act, o, y, i, k))
-                i += 1
-        transitions += len(ys)
-        y, src, k_of = flat_successors(ys, counts, np.arange(a, b, dtype=np.int64))
-        idx, uniq, rank = first_unseen(seen, y)
+                return transitions, False, watch.stop_reason
+            Y, cnt, G = vx.expand(frontier[None, c0:c0 + _BULK_CHUNK])
+            ys.append(Y[0])
+            counts.append(cnt)
+            gs.append(G)
+            transitions += len(G)
+        y = np.concatenate(ys)
+        cnt = np.concatenate(counts)
+        G = np.concatenate(gs)
+        ends = np.cumsum(cnt)
+        idx, uniq, rank = first_unseen(seen, y)  # the new states, in the order of their first occurrence
+        src = np.searchsorted(ends, idx, side="right")
         n = len(states)
         new = y[idx]
         states.frombytes(new.tobytes())
-        parent.frombytes(src[idx].tobytes())
-        via.frombytes(k_of[idx].tobytes())
-        for j, x in enumerate(new.tolist(), n):
-            on_state(x, j)
-        if len(new):  # the seen array and the ids of its states, merged (two sorted runs: timsort merges)
-            both = np.concatenate([seen, uniq])
-            order = np.argsort(both, kind="stable")
-            seen = both[order]
-            seen_ids = np.concatenate([seen_ids, n + rank])[order]
-        for x, act, o, yy, i, k in pending:
-            j = int(seen_ids[np.searchsorted(seen, yy)])
-            on_step(decode(x), act, o, decode(yy), (i, k, j))
-        a, b = b, len(states)
-        if a < b:
-            depth_marks.append(b)
+        parent.frombytes((src + a).tobytes())
+        via.frombytes((idx - (ends[src] - cnt[src])).tobytes())
+        if len(new):
+            seen, seen_ids = merge_sorted(seen, uniq, (seen_ids, n + rank))
+            if quiet[0] is not chk.quiet[0]:
+                quiet = [chk.quiet[0], VectorPredicate(chk.quiet[0], 1)]
+            for j in np.flatnonzero(~quiet[1](new[None, :])).tolist():  # something fires: the usual path
+                chk.on_state(int(new[j]), n + j)
+        pending = np.flatnonzero(vx.needs_check(chk.skip)[G])
+        if len(pending):
+            ids = seen_ids[np.searchsorted(seen, y[pending])].tolist()
+            src = np.searchsorted(ends, pending, side="right")
+            for p, i, j in zip(pending.tolist(), src.tolist(), ids):
+                act, o, _keep, _put = objs[G[p]]
+                chk.on_step(decode(states[a + i]), act, o, decode(int(y[p])), (a + i, p - int(ends[i] - cnt[i]), j))
+        a = n
+        frontier = new
+        if len(new):
+            depth_marks.append(len(states))
         if box:
             box.clear()
             if watch.stop_reason:

@@ -74,34 +74,18 @@ def replay_positions(model: Model, init_pos: int, positions: list[int], symmetry
 
 def explore_fingerprints(model: Model, max_states, symmetry: bool, progress, box: list, watch,
                          use_packed: bool = True) -> Any:
-    from conq.model.engines.results import Exploration, GuardInterrupt, SearchProgress, Verdict, _Checks
+    from conq.model.engines.results import GuardInterrupt, SearchProgress, _Checks
 
     chk = _Checks(model, symmetry)
     t0 = time.perf_counter()
+    packed = model.packed() if use_packed and not symmetry else None
+    if packed is not None:
+        return _explore_packed_levels(model, packed, chk, max_states, progress, box, watch, t0)
     canon = model.canonical if symmetry else None
     fp = fingerprint
     successors = model.successors
-    inits = None
     store, load = _dumps, _loads
     on_step = chk.on_step
-    packed = model.packed() if use_packed and not symmetry else None
-    expand = None if packed is None else packed.expand
-    #: a packing of at most 64 bits is its own fingerprint: exact, no collision, nothing to compute
-    exact = packed is not None and packed.codec.total_bits <= 64
-    if packed is not None:
-        # a packed model (model/engines/packing.py): the states are integers (nothing to pickle), their
-        # fingerprints arithmetic, the state checks memoised, and a step the model's recording did
-        # not decide is checked on the decoded states
-        from conq.model.engines.packing import fingerprint64
-
-        chk.use_packed(packed.codec)
-        decode = packed.codec.decode
-        fp, successors, inits = fingerprint64, packed.successors, packed.inits
-        store = load = _same
-        on_step_states = chk.on_step
-
-        def on_step(x, a, o, y, where) -> None:  # noqa: F811 - the packed variant
-            on_step_states(decode(x), a, o, decode(y), where)
     parent = array("i")
     via = array("I")
     seen_old = np.empty(0, dtype=np.uint64)  # sorted: every level up to the one being expanded
@@ -132,9 +116,9 @@ def explore_fingerprints(model: Model, max_states, symmetry: bool, progress, box
         watch.arm()
     try:
         init_set: set[int] = set()
-        for pos, s in enumerate(model.init_states() if inits is None else inits):
+        for pos, s in enumerate(model.init_states()):
             key = canon(s) if canon else s
-            f = key if exact else fp(key)
+            f = fp(key)
             if f not in init_set:
                 init_set.add(f)
                 parent.append(-1)
@@ -161,19 +145,7 @@ def explore_fingerprints(model: Model, max_states, symmetry: bool, progress, box
                 cand_append = cand.append
                 i = first + c0
                 cur[c0:c0 + CHUNK] = [None] * len(chunk)  # expanded: its slot no longer holds it
-                if expand is not None:  # packed: the recorded steps, a successor two integer operations
-                    for x in chunk:
-                        steps = expand(x)
-                        k = -1
-                        for a, o, keep, put in steps:
-                            k += 1
-                            y = (x & keep) | put
-                            cand_append((y if exact else fp(y), y, i, k))
-                            if a.__class__ not in skip:
-                                on_step(x, a, o, y, (i, k))
-                        transitions += len(steps)
-                        i += 1
-                for s in map(load, chunk) if expand is None else ():
+                for s in map(load, chunk):
                     succ = successors(s)
                     k = -1
                     for a, o, t in succ:
@@ -241,6 +213,144 @@ def explore_fingerprints(model: Model, max_states, symmetry: bool, progress, box
     t1 = time.perf_counter()
     kept_bytes = seen_old.nbytes + parent.itemsize * len(parent) + via.itemsize * len(via)
     del cur, seen_old
+    return _fingerprint_exploration(model, chk, n, transitions, depth, complete, stop_reason, parent, via,
+                                    t0, t1, kept_bytes, symmetry, level_sizes)
+
+
+#: states expanded at once by the vectorised search (a bound on the arrays of one expansion)
+VECTOR_CHUNK = 1 << 16
+
+
+def _explore_packed_levels(model: Model, packed: Any, chk: Any, max_states, progress, box: list, watch,
+                           t0: float) -> Any:
+    """Fingerprint mode on a packed view, a level at a time with numpy (issue 36): each chunk of
+    the frontier is expanded by :class:`~conq.model.engines.vector.VectorExpander`, its successors'
+    fingerprints (a packing of at most 64 bits is its own) deduplicated against the sorted array of
+    every state's fingerprint and within the level, and the new states admitted in the order of
+    their first occurrence, the state-by-state search's order: the same ids, parents, positions,
+    counts, depth, verdicts and paths.  What is kept: the sorted fingerprints (8 bytes a state), a
+    parent id and a position per state (8 bytes), and the words of one level's states."""
+    from conq.model.engines.levels import first_occurrences, merge_sorted, unseen
+    from conq.model.engines.results import GuardInterrupt, SearchProgress
+    from conq.model.engines.vector import VectorPredicate, cols, fingerprints, to_int, vector_view
+
+    chk.use_packed(packed.codec)
+    vx = vector_view(packed)
+    W = vx.W
+    fp = (lambda Y: Y[0]) if W == 1 else fingerprints
+    decode = packed.codec.decode
+    objs = vx.steps.objs
+    parent = array("i")
+    via = array("I")
+    cap = max_states if max_states is not None else -1
+    complete, stop_reason, finished = True, "", False
+    transitions = levels = 0
+    level_sizes: list[int] = []  # states per depth
+    quiet: list = [None, None]
+
+    def admit_checks(new: Any, n: int) -> None:
+        """The state checks of the states ``new`` (words), ids from ``n``: the quiet ones at once."""
+        if quiet[0] is not chk.quiet[0]:
+            quiet[:] = [chk.quiet[0], VectorPredicate(chk.quiet[0], W)]
+        for j in np.flatnonzero(~quiet[1](new)).tolist():
+            chk.on_state(to_int(new, j), n + j)
+
+    X = vx.words(packed.inits)
+    u, firsts = first_occurrences(fp(X))
+    order = np.sort(firsts)
+    if cap != -1 and len(order) > cap:
+        order = order[:cap]
+        complete, stop_reason = False, f"state bound {max_states} reached"
+    frontier = cols(X, order)
+    parent.extend([-1] * len(order))
+    via.extend(order.tolist())
+    seen = np.sort(fp(frontier))
+    first = 0  # id of the frontier's first state
+    n = len(order)
+    if watch is not None:
+        watch.arm()
+    try:
+        admit_checks(frontier, 0)
+        while complete and frontier.shape[1]:
+            levels += 1
+            level_sizes.append(frontier.shape[1])
+            cand_f, cand_x, cand_src, cand_k = [], [], [], []
+            for c0 in range(0, frontier.shape[1], VECTOR_CHUNK):
+                Xc = frontier[:, c0:c0 + VECTOR_CHUNK]
+                Y, cnt, G = vx.expand(Xc)
+                transitions += len(G)
+                ends = np.cumsum(cnt)
+                pending = np.flatnonzero(vx.needs_check(chk.skip)[G])
+                if len(pending):  # steps the recording did not decide: on the decoded states, in order
+                    src = np.searchsorted(ends, pending, side="right")
+                    for p, i in zip(pending.tolist(), src.tolist()):
+                        act, o, _keep, _put = objs[G[p]]
+                        chk.on_step(decode(to_int(Xc, i)), act, o, decode(to_int(Y, p)),
+                                    (first + c0 + i, p - int(ends[i] - cnt[i])))
+                f = fp(Y)
+                u, firsts = first_occurrences(f)
+                firsts = np.sort(firsts[unseen(seen, u)])
+                src = np.searchsorted(ends, firsts, side="right")
+                cand_f.append(f[firsts])
+                cand_x.append(cols(Y, firsts))
+                cand_src.append(src + (first + c0))
+                cand_k.append(firsts - (ends[src] - cnt[src]))
+                if box:  # the watch has something to say: a limit, or a progress tick
+                    box.clear()
+                    if watch.stop_reason:
+                        complete, stop_reason = False, watch.stop_reason
+                        break
+                    if progress is not None:
+                        watch.disarm()
+                        progress(SearchProgress(n, transitions, levels, time.perf_counter() - t0, watch.last_rss))
+                        watch.arm()
+            if not complete:
+                break
+            F = np.concatenate(cand_f)
+            u, firsts = first_occurrences(F)  # a state first found by two chunks: the earlier
+            order = np.sort(firsts)
+            if cap != -1 and n + len(order) > cap:
+                order = order[:cap - n]
+                complete, stop_reason = False, f"state bound {max_states} reached"
+            new = cols(np.concatenate(cand_x, axis=1), order)
+            parent.frombytes(np.concatenate(cand_src)[order].astype(np.int32).tobytes())
+            via.frombytes(np.concatenate(cand_k)[order].astype(np.uint32).tobytes())
+            del cand_x
+            admit_checks(new, n)
+            seen = merge_sorted(seen, np.sort(F[order]))[0]
+            first = n
+            n += len(order)
+            frontier = new
+        finished = True
+        if watch is not None:
+            watch.disarm()
+    except GuardInterrupt:
+        watch.delivered = True
+        watch.disarm()
+    if watch is not None and watch.stop_reason and not finished:
+        complete = False
+        stop_reason = watch.stop_reason
+    n = min(len(parent), len(via))
+    if not finished:
+        for d in (chk.violated, chk.witnessed):
+            for name in [k for k, idx in d.items() if idx >= n]:
+                del d[name]
+        for d in (chk.violated_step, chk.witnessed_step):
+            for name in [k for k, (src, _k) in d.items() if src >= n]:
+                del d[name]
+    depth = max(levels - 1, 0)
+    t1 = time.perf_counter()
+    kept_bytes = seen.nbytes + parent.itemsize * len(parent) + via.itemsize * len(via)
+    del frontier, seen
+    return _fingerprint_exploration(model, chk, n, transitions, depth, complete, stop_reason, parent, via,
+                                    t0, t1, kept_bytes, False, level_sizes)
+
+
+def _fingerprint_exploration(model: Model, chk: Any, n: int, transitions: int, depth: int, complete: bool,
+                             stop_reason: str, parent: Any, via: Any, t0: float, t1: float, kept_bytes: int,
+                             symmetry: bool, level_sizes: list[int]) -> Any:
+    """The Exploration of a fingerprint search: verdicts with paths rebuilt from the parent map."""
+    from conq.model.engines.results import Exploration, Verdict
 
     def chain(idx: int) -> tuple[int, list[int]]:
         ks = []

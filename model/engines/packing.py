@@ -166,6 +166,7 @@ class Codec:
         self._enc = list(zip(self.codes, self.shift, range(self.width)))
         self._poisons = [Poison(i) for i in range(self.width)]
         self._outside: dict[int, list[int]] = {}
+        self._plans: dict[int, tuple] = {}
 
     def code(self, i: int, v: Any) -> int:
         c = self.codes[i].get(v)
@@ -187,6 +188,19 @@ class Codec:
 
     def decode(self, x: int) -> tuple:
         return tuple([vals[(x >> sh) & m] for vals, sh, m in self._dec])
+
+    def decode_known(self, x: int, known: int) -> tuple:
+        """``poisoned(decode(x), known)`` without decoding the fields it poisons (what a recording
+        decodes: most fields of a small footprint are never read)."""
+        plan = self._plans.get(known)
+        if plan is None:
+            template = [self.values[i][0] if not self.fmask[i] else self._poisons[i] for i in range(self.width)]
+            plan = self._plans[known] = (template, [(i, vals, sh, m) for i, (vals, sh, m) in enumerate(self._dec)
+                                                    if self.fmask[i] and known & self.fmask[i]])
+        p = plan[0][:]
+        for i, vals, sh, m in plan[1]:
+            p[i] = vals[(x >> sh) & m]
+        return tuple(p)
 
     def mask(self, fields: Iterable[int]) -> int:
         out = 0
@@ -337,9 +351,8 @@ class Section:
         codec = self.codec
         r = x & self.root
         known = self.masks.get(r, self.root)
-        s = codec.decode(x)
         while True:
-            p = codec.poisoned(s, known)
+            p = codec.decode_known(x, known)
             out: list = []
             self.runs += 1
             try:
@@ -398,12 +411,10 @@ class Section:
         pois = _poison_in(a) or _poison_in(o)
         if pois is not None:  # a field's value copied into the label: it was read
             raise FootprintRead(pois.field)
-        writes = []
-        for i, v in enumerate(t):
-            if v is not p[i]:
-                if type(v) is Poison:  # copied from another field: that field was read
-                    raise FootprintRead(v.field)
-                writes.append((i, v))
+        writes = [(i, v) for i, v, q in zip(range(len(t)), t, p) if v is not q]
+        for _i, v in writes:
+            if type(v) is Poison:  # copied from another field: that field was read
+                raise FootprintRead(v.field)
         keep, put = self.codec.writes(writes)
         a = self.checks.label(p, a, o, t)
         key = (a.__class__, repr(a), repr(o), keep, put)
@@ -435,6 +446,7 @@ class Packed:
         self.codec = codec
         self.inits = [codec.encode(s) for s in init_states]
         self.sections = list(fair_sections) + list(other_sections)
+        self.nfair = len(fair_sections)  # the first nfair sections say whether a step is owed
         self.idle_step = (idle, None, codec.full, 0) if idle is not None else None
         self.expand = self._make_expand(list(fair_sections), list(other_sections))
 

@@ -242,6 +242,9 @@ class _Checks:
         self.inv = [(name, memoised_predicate(codec, f)) for name, f in self.inv]
         self.state_w = [(name, memoised_predicate(codec, f)) for name, f in self.state_w]
         quiet: list = [None, None]
+        #: the predicate "every invariant holds and no witness fires" now (``quiet[0]``, remade when one
+        #: leaves the loop): a search over arrays of states evaluates it on a level at once
+        self.quiet = quiet
         slow = self.on_state
 
         def remake() -> None:
