@@ -8,6 +8,7 @@ and where it is.  The clock only paces these lines: no result depends on it.
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import Any, Callable
 
@@ -23,7 +24,7 @@ class Progress:
 
     def __init__(self, title: str, console: Console, *, json_out: bool = False, total: int | None = None,
                  interval: float = INTERVAL, clock: Callable[[], float] = time.monotonic,
-                 live: bool | None = None):
+                 live: bool | None = None, heartbeat: bool = False):
         self.title = title
         self.console = console
         self.total = total
@@ -38,8 +39,18 @@ class Progress:
         self._task: Any = None
         #: the plain lines written (for a test; a terminal's live line is not counted)
         self.lines = 0
+        #: piped: also write the current line every interval when nothing updates it (a thread)
+        self.heartbeat = heartbeat
+        self._beat: threading.Thread | None = None
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
 
     def __enter__(self) -> "Progress":
+        if not self.live and self.heartbeat:
+            # a long step that reports nothing still shows in a log: the current line, every interval
+            self._stop = threading.Event()
+            self._beat = threading.Thread(target=self._beating, name="conq-progress", daemon=True)
+            self._beat.start()
         if self.live:
             from rich.progress import BarColumn, MofNCompleteColumn, Progress as Bar, SpinnerColumn, TextColumn, TimeElapsedColumn
 
@@ -52,7 +63,19 @@ class Progress:
             self._task = self._bar.add_task(self.title, total=self.total, text="")
         return self
 
+    def _beating(self) -> None:
+        while not self._stop.wait(min(self.interval / 4, 0.5)):
+            with self._lock:
+                now = self.clock()
+                if now - self._last >= self.interval:
+                    self._last = now
+                    self.plain_line(now)
+
     def __exit__(self, *exc: Any) -> None:
+        if self._beat is not None:
+            self._stop.set()
+            self._beat.join()
+            self._beat = None
         if self._bar is not None:
             self._bar.stop()
             self._bar = None
@@ -66,10 +89,11 @@ class Progress:
         if self._bar is not None:
             self._bar.update(self._task, completed=self.done, text=self.text)
             return
-        now = self.clock()
-        if now - self._last >= self.interval:
-            self._last = now
-            self.plain_line(now)
+        with self._lock:
+            now = self.clock()
+            if now - self._last >= self.interval:
+                self._last = now
+                self.plain_line(now)
 
     def plain_line(self, now: float | None = None) -> None:
         now = self.clock() if now is None else now

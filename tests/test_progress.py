@@ -34,3 +34,21 @@ def test_json_output_is_never_live_even_on_a_terminal():
     console = Console(file=io.StringIO(), force_terminal=True)
     assert Progress("x", console, json_out=True).live is False
     assert Progress("x", console).live is True
+
+
+def test_a_heartbeat_shows_a_step_that_reports_nothing():
+    import threading
+
+    now = [0.0]
+    buf = io.StringIO()
+    done = threading.Event()
+    console = Console(file=buf, width=200, force_terminal=False)
+    with Progress("conformance", console, clock=lambda: now[0], interval=10.0, heartbeat=True) as p:
+        p.update("consumer-lists against the reference")
+        now[0] = 25.0  # a long silent step: the heartbeat thread writes the line (it polls every interval/4 s)
+        p.interval = 0.04  # (shorten the thread's poll for the test; the clock decides when a line is due)
+        for _ in range(500):
+            if p.lines:
+                break
+            done.wait(0.01)
+    assert buf.getvalue().splitlines()[0] == "conq: conformance: consumer-lists against the reference (25 s)"
