@@ -34,7 +34,10 @@ MODEL = "ordered-consumption"
 
 
 #: file names of the configurations of ``mutants.TRACE_CONFIGS``, in order
-SLUGS = ("producer", "push-standard-no-expiry", "push-standard-count-limit", "push-fifo-no-expiry", "simple-one-queue")
+SLUGS = ("producer", "push-standard-full", "push-standard-count-limit-full", "push-fifo-full", "simple-one-queue")
+#: the push slugs of the engines' configurations before issue 32, when invisible time never ran out while
+#: the client held a message (``expiry_while_held=false``): their traces stay in the corpus
+EARLIER_SLUGS = ("push-standard-no-expiry", "push-standard-count-limit", "push-fifo-no-expiry")
 
 
 def slug(k: int) -> str:
@@ -79,7 +82,10 @@ def shortest_per_call(model: Any, cap: int = 20_000) -> dict[str, tuple[Any, lis
     return found
 
 
-def build(directory: Path = CORPUS, *, per_config: int = 2, length: int = 40) -> list[Path]:
+def build(directory: Path = CORPUS, *, per_config: int = 2, length: int = 40, configs: tuple[int, ...] | None = None,
+          kills: bool = True) -> list[Path]:
+    """Record the corpus: for the configurations ``configs`` (indices of ``mutants.TRACE_CONFIGS``; all by
+    default) the walks and the shortest sequence per call, then (``kills``) each mutant's counterexample."""
     from . import mutants
     from .driver import OrderedConsumptionDriver
     from conq.conformance.generate import derive_seed
@@ -87,6 +93,8 @@ def build(directory: Path = CORPUS, *, per_config: int = 2, length: int = 40) ->
     directory.mkdir(parents=True, exist_ok=True)
     written = []
     for n, (cfg, ov) in enumerate(mutants.TRACE_CONFIGS):
+        if configs is not None and n not in configs:
+            continue
         model = mutants._model(n)
         checker = Checker(model, InProcess(OrderedConsumptionDriver))
         name = slug(n)
@@ -114,6 +122,8 @@ def build(directory: Path = CORPUS, *, per_config: int = 2, length: int = 40) ->
         finally:
             checker.impl.close()
 
+    if not kills:
+        return written
     matrix = mutants.run_catalog(engines=["explorer", "random"], first_kill=True)
     return written + record_kills(matrix, directory, replay, lambda name: mutants.MUTANTS[name].bug)
 

@@ -67,6 +67,8 @@ TOPIC, GROUP, CLIENT = "t", "g", "c"
 #: the model's answer -> the channel's fault kind that produces it
 _KIND = {"ok": "ok", "lost": "lost", "error": "timeout", "throttled": "throttled", "invalid-handle": "ok",
          "not-found": "not-found", "bad-request": "bad-request", "failed": "unavailable"}
+#: settle answers that need the request applied (the handle current) / refused (the handle stale)
+_APPLIED, _REFUSED = frozenset({"ok", "lost"}), frozenset({"invalid-handle", "not-found"})
 _SETTLE_RPC = {"ack": "ack_message", "change_invisible": "change_invisible_duration", "forward_to_dlq": "forward_to_dlq"}
 _CLIENT_OF_GATE = {"listener": "consuming", "delay": "retry-delay", "ack_message": "acking",
                    "change_invisible_duration": "changing-invisible", "forward_to_dlq": "dead-lettering"}
@@ -93,6 +95,7 @@ class _Helper:
         self.error: BaseException | None = None
         self.result: Any = None
         self.msg: int | None = None  # the message a consumption task holds
+        self.handle: str | None = None  # the receipt handle of its pending settle request
         self.last: tuple | None = None  # the outcome of its last request
         self.waited = 0  # ticks of a back-off
         self.thread: threading.Thread | None = None
@@ -211,24 +214,33 @@ class GatedChannel(InProcessChannel):
         h.last = ("ok", got, kind)
         return got
 
-    def _settle_gate(self, rpc: str, message_id: str | None, call: Callable[[], Any]) -> Any:
+    def _settle_gate(self, rpc: str, message_id: str | None, handle: str, call: Callable[[], Any]) -> Any:
         m = self.drv.index.get(message_id)
         h = self.drv._me()
         if h is not None:
-            h.msg = m
+            h.msg, h.handle = m, handle  # the handle tells the driver which answers the server can give
         return self._gated(("settle", rpc, m), None, call, "unavailable")
 
+    def _settle(self, rpc, group, topic, message_id, handle, call):
+        if getattr(self._tl, "kind", None) == "not-found":
+            # the driver names not-found only for a handle the server no longer takes
+            # (OrderedConsumptionDriver._settle_call); the fault plan's own not-found also expires the
+            # message, which would end a newer delivery of it: the model's answer changes nothing
+            self._decide(rpc, f"{message_id}|{handle}")
+            raise RpcError(Code.MESSAGE_NOT_FOUND, f"{rpc}: no message {message_id} for this handle")
+        return super()._settle(rpc, group, topic, message_id, handle, call)
+
     def ack_message(self, group, topic, message_id, receipt_handle):
-        return self._settle_gate("ack_message", message_id,
+        return self._settle_gate("ack_message", message_id, receipt_handle,
                                  lambda: super(GatedChannel, self).ack_message(group, topic, message_id, receipt_handle))
 
     def change_invisible_duration(self, group, topic, message_id, receipt_handle, invisible_duration):
-        return self._settle_gate("change_invisible_duration", message_id,
+        return self._settle_gate("change_invisible_duration", message_id, receipt_handle,
                                  lambda: super(GatedChannel, self).change_invisible_duration(
                                      group, topic, message_id, receipt_handle, invisible_duration))
 
     def forward_to_dlq(self, group, topic, message_id, receipt_handle, delivery_attempt=0, max_delivery_attempts=0):
-        return self._settle_gate("forward_to_dlq", message_id,
+        return self._settle_gate("forward_to_dlq", message_id, receipt_handle,
                                  lambda: super(GatedChannel, self).forward_to_dlq(
                                      group, topic, message_id, receipt_handle, delivery_attempt, max_delivery_attempts))
 
@@ -659,10 +671,26 @@ class OrderedConsumptionDriver:
         h = self._waiting("task", lambda h: h.gate[0] == "settle" and h.gate[1] == rpc and h.gate[2] == m)
         if h is None:
             raise ActionRejected(f"message {m} has no {rpc} request pending")
+        self._answerable(ans, self._current_handle(h.handle), f"the {rpc} of message {m}")
         self._answer(h, (_KIND[ans], 0.0))
         self._settle()
         got = classify(h.last)
         return "error" if got == "throttled" and not self.answer_codes else got
+
+    @staticmethod
+    def _answerable(ans: str, current: bool, what: str) -> None:
+        """Refuse a call whose named answer the server cannot give to this request: ``ok`` and ``lost``
+        (applied, the answer lost) need the copy's receipt handle to be the current one; a stale handle
+        is answered INVALID_RECEIPT_HANDLE or MESSAGE_NOT_FOUND (the proxy's ``validateReceiptHandle``:
+        "receipt handle is expired"; broker ``_current``), so ``invalid-handle`` and ``not-found`` need
+        it stale.  The model's ``_settle_answers`` / ``_s_rpc`` offer exactly these (spec/ordered-consumption.md,
+        "A settle with a stale receipt handle").  Errors, throttling and BAD_REQUEST come whatever the handle is."""
+        if ans in _APPLIED and not current:
+            raise ActionRejected(f"{what} carries a receipt handle the server no longer takes: it cannot be "
+                                 f"answered {ans!r} (INVALID_RECEIPT_HANDLE)")
+        if ans in _REFUSED and current:
+            raise ActionRejected(f"{what} carries the current receipt handle: the server applies it, it cannot be "
+                                 f"answered {ans!r}")
 
     def _do_ack_answer(self, m: int, ans: str) -> Any:
         return self._settle_call("ack_message", m, ans)
@@ -746,6 +774,7 @@ class OrderedConsumptionDriver:
         msg = self.held.get(m)
         if msg is None:
             raise ActionRejected(f"the application holds no copy of message {m}")
+        self._answerable(ans, self._valid(msg), f"the {op} of message {m}")
         if op == "ack":
             got, _ = self._sync(ans, lambda: self.simple.ack(msg))
             done = "acked"
@@ -772,7 +801,10 @@ class OrderedConsumptionDriver:
     # -- the observed state -----------------------------------------------------------------------------
     def _valid(self, msg: Any) -> bool:
         """The receipt handle is the broker's current one (read off the broker's records)."""
-        uid, off, seq = (int(x, 16) for x in msg.receipt_handle.split(":"))
+        return self._current_handle(msg.receipt_handle)
+
+    def _current_handle(self, handle: str) -> bool:
+        uid, off, seq = (int(x, 16) for x in handle.split(":"))
         q = self.broker._by_uid[uid]
         with q.cond:
             gq = q.gqs.get(GROUP)

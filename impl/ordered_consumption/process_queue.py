@@ -50,8 +50,10 @@ messages (cached, not yet taken by the dispatcher) and *in-flight* messages (tak
   ``memo_survives_drop=False`` to show the counterexample on real threads).  An entry is obsolete
   once a later message of the same message group of the same queue arrives (the server delivers it
   only after the earlier one was settled), checked when such a message is cached and again when it
-  is taken (an outcome remembered after the later message was cached is pruned then), and the memo
-  is bounded (``MEMO_LIMIT``, oldest dropped first).
+  is taken (an outcome remembered after the later message was cached is pruned then) -- unless a
+  copy of the earlier message is still cached in the queue (delivered again before the server
+  dead-lettered it): the outcome settles that copy when it is taken, instead of a consumption the
+  model does not allow -- and the memo is bounded (``MEMO_LIMIT``, oldest dropped first).
 
 Concurrency argument
 --------------------
@@ -150,13 +152,16 @@ class OutcomeMemo:
             got = self._discard_locked(m.message_id)
         return None if got is None else (got[0], got[4])
 
-    def prune(self, m: ReceivedMessage) -> None:
-        """Forget outcomes of earlier messages of ``m``'s group in ``m``'s queue (they were settled)."""
+    def prune(self, m: ReceivedMessage, keep: Any = frozenset()) -> None:
+        """Forget outcomes of earlier messages of ``m``'s group in ``m``'s queue (they were settled),
+        except those of the message ids in ``keep``: a copy of such a message is still cached, and
+        its remembered outcome settles it when it is taken (the server dead-lettered or settled the
+        message after delivering that copy: consumed again, it would reach the listener once more)."""
         with self.lock:
             ids = self._by_slot.get((m.queue, m.group))
             if not ids:
                 return
-            for k in [k for k in ids if self._entries[k][3] < m.offset]:
+            for k in [k for k in ids if self._entries[k][3] < m.offset and k not in keep]:
                 self._discard_locked(k)
 
     def clear(self) -> None:
@@ -397,4 +402,4 @@ class ProcessQueue:
         return self.outcomes.recall(m)
 
     def _prune_memo_locked(self, m: ReceivedMessage) -> None:
-        self.outcomes.prune(m)
+        self.outcomes.prune(m, keep=self._pending)  # the ids with a copy still cached here

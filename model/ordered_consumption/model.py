@@ -661,10 +661,13 @@ class OrderedConsumptionModel(Model):
         # retriable, not applied: timeout / unavailable / internal error, or throttled
         outs += self._codes(("error", "throttled") if c.server_faults else ("error",), again)
         if not valid:
-            # non-retriable: the handle expired or was superseded, or the message is settled
+            # non-retriable: the handle expired or was superseded, or the message is settled (the
+            # proxy: ``AbstractProcessor.validateReceiptHandle``, "receipt handle is expired")
             outs += self._codes(("invalid-handle", "not-found"), give_up)
-        elif c.server_faults:
-            outs.append(("bad-request", give_up))  # non-retriable, not applied
+        if c.server_faults:
+            # non-retriable, not applied, whatever the handle: the proxy checks the request (topic,
+            # group: ``AckMessageActivity.validateTopicAndConsumerGroup``) before it decodes the handle
+            outs.append(("bad-request", give_up))
         return outs
 
     def _ack(self, role, msgs, pqs, m):
@@ -972,7 +975,7 @@ class OrderedConsumptionModel(Model):
         if op != OP_RECEIVE:
             if msgs[cm][2] == H_STALE:
                 outs += self._codes(("invalid-handle", "not-found"), returned(msgs))
-            elif c.server_faults:
+            if c.server_faults:  # the request is checked before its handle (``_settle_answers``)
                 outs.append(("bad-request", returned(msgs)))
         return outs
 
