@@ -31,8 +31,10 @@ import os
 import threading
 import time
 from array import array
+from itertools import accumulate
 from typing import Any, Callable
 
+from conq.model.engines.levels import LevelSearch
 from conq.model.engines.packing import PackingError
 from conq.model.kernel import Kind, Model, Path
 from conq.model.engines.results import (  # noqa: F401 - re-exported: the explorer's public names
@@ -475,84 +477,16 @@ def _liveness(ex: Exploration, live: list, check_live: bool, witnessed: dict, wa
     ex.analysis_seconds = time.perf_counter() - t1
 
 
-#: states a level-at-a-time search expands between two looks at the watch (time and memory limits)
-_BULK_CHUNK = 1 << 14
-
-
-def _packed_levels_in_bulk(packed, chk, states, parent, via, depth_marks: list, progress, box: list, watch,
-                           t0: float) -> tuple[int, bool, str]:
-    """:func:`_explore_packed`'s loop, a level at a time, for a packing of at most 64 bits searched
-    without its edges and without a state bound (issue 36): a level is expanded with numpy
-    (:class:`~conq.model.engines.vector.VectorExpander`: the sections' recordings applied to the
-    whole array), deduplicated and admitted with numpy (a sorted array of the states seen, no
-    dictionary of every state), and its new states' checks evaluated as an array
-    (:class:`~conq.model.engines.vector.VectorPredicate`).  The first occurrence of each new state in
-    expansion order is the one admitted, so the ids, parents, depth and every path are those of the
-    state-by-state loop; the step checks the recording did not decide run after the level's
-    admission, in expansion order (they only need the successor's id).  Returns ``(transitions,
-    complete, stop reason)``; ``states``, ``parent``, ``via`` and ``depth_marks`` are filled in place."""
+def _resolve_successors(chk: _Checks, states: Any) -> None:
+    """The step events a level-at-a-time search recorded as ``(source id, position, successor's
+    packed value)``: the successor's id instead of its value (it was admitted, in ``states``)."""
     import numpy as np
 
-    from conq.model.engines.levels import first_unseen, merge_sorted
-    from conq.model.engines.vector import VectorPredicate, vector_view
-
-    vx = vector_view(packed)
-    decode = packed.codec.decode
-    objs = vx.steps.objs
-    transitions = 0
-    frontier = np.array(states, dtype=np.uint64)
-    seen_ids = np.argsort(frontier, kind="stable")
-    seen = frontier[seen_ids]  # every state seen, sorted, and its id
-    quiet = [None, None]  # (the predicate, its vector form)
-    a = 0
-    while len(frontier):
-        ys, counts, gs = [], [], []
-        for c0 in range(0, len(frontier), _BULK_CHUNK):  # a limit of the watch is heard within a chunk
-            if box and watch.stop_reason:
-                return transitions, False, watch.stop_reason
-            Y, cnt, G = vx.expand(frontier[None, c0:c0 + _BULK_CHUNK])
-            ys.append(Y[0])
-            counts.append(cnt)
-            gs.append(G)
-            transitions += len(G)
-        y = np.concatenate(ys)
-        cnt = np.concatenate(counts)
-        G = np.concatenate(gs)
-        ends = np.cumsum(cnt)
-        idx, uniq, rank = first_unseen(seen, y)  # the new states, in the order of their first occurrence
-        src = np.searchsorted(ends, idx, side="right")
-        n = len(states)
-        new = y[idx]
-        states.frombytes(new.tobytes())
-        parent.frombytes((src + a).tobytes())
-        via.frombytes((idx - (ends[src] - cnt[src])).tobytes())
-        if len(new):
-            seen, seen_ids = merge_sorted(seen, uniq, (seen_ids, n + rank))
-            if quiet[0] is not chk.quiet[0]:
-                quiet = [chk.quiet[0], VectorPredicate(chk.quiet[0], 1)]
-            for j in np.flatnonzero(~quiet[1](new[None, :])).tolist():  # something fires: the usual path
-                chk.on_state(int(new[j]), n + j)
-        pending = np.flatnonzero(vx.needs_check(chk.skip)[G])
-        if len(pending):
-            ids = seen_ids[np.searchsorted(seen, y[pending])].tolist()
-            src = np.searchsorted(ends, pending, side="right")
-            for p, i, j in zip(pending.tolist(), src.tolist(), ids):
-                act, o, _keep, _put = objs[G[p]]
-                chk.on_step(decode(states[a + i]), act, o, decode(int(y[p])), (a + i, p - int(ends[i] - cnt[i]), j))
-        a = n
-        frontier = new
-        if len(new):
-            depth_marks.append(len(states))
-        if box:
-            box.clear()
-            if watch.stop_reason:
-                return transitions, False, watch.stop_reason
-            if progress is not None:
-                watch.disarm()
-                progress(SearchProgress(len(states), transitions, len(depth_marks) - 2,
-                                        time.perf_counter() - t0, watch.last_rss))
-                watch.arm()
-    return transitions, True, ""
+    arr = np.frombuffer(states, dtype=np.uint64) if len(states) else np.empty(0, dtype=np.uint64)
+    for d in (chk.violated_step, chk.witnessed_step):
+        for name, (i, k, y) in list(d.items()):
+            at = np.flatnonzero(arr == np.uint64(y))
+            d[name] = (i, k, int(at[0]) if len(at) else len(states))  # (not admitted: a bound cut it)
 
 
 def _explore_packed(model: Model, packed, max_states, liveness, keep_edges, progress, box: list,
@@ -601,10 +535,20 @@ def _explore_packed(model: Model, packed, max_states, liveness, keep_edges, prog
     skip = chk.skip
 
     finished = interrupted = False
+    bulk = None
     if watch is not None:
         watch.arm()
     try:
-        for pos, x in enumerate(packed.inits):
+        if not keep_edges and codec.total_bits <= 64:
+            # a level at a time in arrays (levels.LevelSearch, issue 36): the same ids, parents and
+            # paths; a step check it reports names its successor by value, resolved below
+            bulk = LevelSearch(packed, chk, max_states, parent, via, lambda i, k, y: (i, k, y), states, box, watch,
+                               progress, t0)
+            bulk.run(packed.inits)
+            transitions, complete, stop_reason = bulk.transitions, bulk.complete, bulk.stop_reason
+            depth_marks[1:] = list(accumulate(bulk.level_sizes))
+            i = n = len(states)
+        for pos, x in enumerate(packed.inits if bulk is None else ()):
             if x not in index:
                 idx = len(states)
                 index[x] = idx
@@ -616,12 +560,9 @@ def _explore_packed(model: Model, packed, max_states, liveness, keep_edges, prog
                 complete = False
                 stop_reason = watch.stop_reason
                 break
-        depth_marks[1] = len(states)
-        n = len(states)
-        if complete and cap == -1 and not keep_edges and codec.total_bits <= 64:
-            transitions, complete, stop_reason = _packed_levels_in_bulk(
-                packed, chk, states, parent, via, depth_marks, progress, box, watch, t0)
-            i = n = len(states)
+        if bulk is None:
+            depth_marks[1] = len(states)
+            n = len(states)
         while complete and i < n:
             if i == depth_marks[-1]:
                 depth_marks.append(n)
@@ -675,6 +616,8 @@ def _explore_packed(model: Model, packed, max_states, liveness, keep_edges, prog
         interrupted = watch.delivered = True
         watch.disarm()
     del index
+    if bulk is not None:  # the successors named by value: their ids (a few look-ups at the end)
+        _resolve_successors(chk, states)
     ex, t1 = _wrap_up(model, chk, states, DecodedStates(codec, states), parent, via, edges, labels, depth_marks,
                       complete, stop_reason, transitions, interrupted and not finished, watch, t0, False)
     _liveness(ex, live, check_live, witnessed, watch, t1)

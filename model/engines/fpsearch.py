@@ -217,10 +217,6 @@ def explore_fingerprints(model: Model, max_states, symmetry: bool, progress, box
                                     t0, t1, kept_bytes, symmetry, level_sizes)
 
 
-#: states expanded at once by the vectorised search (a bound on the arrays of one expansion)
-VECTOR_CHUNK = 1 << 16
-
-
 def _explore_packed_levels(model: Model, packed: Any, chk: Any, max_states, progress, box: list, watch,
                            t0: float) -> Any:
     """Fingerprint mode on a packed view, a level at a time with numpy (issue 36): each chunk of
@@ -230,103 +226,28 @@ def _explore_packed_levels(model: Model, packed: Any, chk: Any, max_states, prog
     their first occurrence, the state-by-state search's order: the same ids, parents, positions,
     counts, depth, verdicts and paths.  What is kept: the sorted fingerprints (8 bytes a state), a
     parent id and a position per state (8 bytes), and the words of one level's states."""
-    from conq.model.engines.levels import first_occurrences, merge_sorted, unseen
-    from conq.model.engines.results import GuardInterrupt, SearchProgress
-    from conq.model.engines.vector import VectorPredicate, cols, fingerprints, to_int, vector_view
+    from conq.model.engines.levels import LevelSearch
+    from conq.model.engines.results import GuardInterrupt
 
     chk.use_packed(packed.codec)
-    vx = vector_view(packed)
-    W = vx.W
-    fp = (lambda Y: Y[0]) if W == 1 else fingerprints
-    decode = packed.codec.decode
-    objs = vx.steps.objs
     parent = array("i")
     via = array("I")
-    cap = max_states if max_states is not None else -1
-    complete, stop_reason, finished = True, "", False
-    transitions = levels = 0
-    level_sizes: list[int] = []  # states per depth
-    quiet: list = [None, None]
-
-    def admit_checks(new: Any, n: int) -> None:
-        """The state checks of the states ``new`` (words), ids from ``n``: the quiet ones at once."""
-        if quiet[0] is not chk.quiet[0]:
-            quiet[:] = [chk.quiet[0], VectorPredicate(chk.quiet[0], W)]
-        for j in np.flatnonzero(~quiet[1](new)).tolist():
-            chk.on_state(to_int(new, j), n + j)
-
-    X = vx.words(packed.inits)
-    u, firsts = first_occurrences(fp(X))
-    order = np.sort(firsts)
-    if cap != -1 and len(order) > cap:
-        order = order[:cap]
-        complete, stop_reason = False, f"state bound {max_states} reached"
-    frontier = cols(X, order)
-    parent.extend([-1] * len(order))
-    via.extend(order.tolist())
-    seen = np.sort(fp(frontier))
-    first = 0  # id of the frontier's first state
-    n = len(order)
+    search = LevelSearch(packed, chk, max_states, parent, via, lambda i, k, _y: (i, k), None, box, watch, progress, t0)
+    finished = False
     if watch is not None:
         watch.arm()
     try:
-        admit_checks(frontier, 0)
-        while complete and frontier.shape[1]:
-            levels += 1
-            level_sizes.append(frontier.shape[1])
-            cand_f, cand_x, cand_src, cand_k = [], [], [], []
-            for c0 in range(0, frontier.shape[1], VECTOR_CHUNK):
-                Xc = frontier[:, c0:c0 + VECTOR_CHUNK]
-                Y, cnt, G = vx.expand(Xc)
-                transitions += len(G)
-                ends = np.cumsum(cnt)
-                pending = np.flatnonzero(vx.needs_check(chk.skip)[G])
-                if len(pending):  # steps the recording did not decide: on the decoded states, in order
-                    src = np.searchsorted(ends, pending, side="right")
-                    for p, i in zip(pending.tolist(), src.tolist()):
-                        act, o, _keep, _put = objs[G[p]]
-                        chk.on_step(decode(to_int(Xc, i)), act, o, decode(to_int(Y, p)),
-                                    (first + c0 + i, p - int(ends[i] - cnt[i])))
-                f = fp(Y)
-                u, firsts = first_occurrences(f)
-                firsts = np.sort(firsts[unseen(seen, u)])
-                src = np.searchsorted(ends, firsts, side="right")
-                cand_f.append(f[firsts])
-                cand_x.append(cols(Y, firsts))
-                cand_src.append(src + (first + c0))
-                cand_k.append(firsts - (ends[src] - cnt[src]))
-                if box:  # the watch has something to say: a limit, or a progress tick
-                    box.clear()
-                    if watch.stop_reason:
-                        complete, stop_reason = False, watch.stop_reason
-                        break
-                    if progress is not None:
-                        watch.disarm()
-                        progress(SearchProgress(n, transitions, levels, time.perf_counter() - t0, watch.last_rss))
-                        watch.arm()
-            if not complete:
-                break
-            F = np.concatenate(cand_f)
-            u, firsts = first_occurrences(F)  # a state first found by two chunks: the earlier
-            order = np.sort(firsts)
-            if cap != -1 and n + len(order) > cap:
-                order = order[:cap - n]
-                complete, stop_reason = False, f"state bound {max_states} reached"
-            new = cols(np.concatenate(cand_x, axis=1), order)
-            parent.frombytes(np.concatenate(cand_src)[order].astype(np.int32).tobytes())
-            via.frombytes(np.concatenate(cand_k)[order].astype(np.uint32).tobytes())
-            del cand_x
-            admit_checks(new, n)
-            seen = merge_sorted(seen, np.sort(F[order]))[0]
-            first = n
-            n += len(order)
-            frontier = new
+        search.run(packed.inits)
         finished = True
         if watch is not None:
             watch.disarm()
     except GuardInterrupt:
         watch.delivered = True
         watch.disarm()
+    complete, stop_reason = search.complete, search.stop_reason
+    level_sizes = search.level_sizes
+    levels = len(level_sizes)
+    transitions = search.transitions
     if watch is not None and watch.stop_reason and not finished:
         complete = False
         stop_reason = watch.stop_reason
@@ -340,8 +261,8 @@ def _explore_packed_levels(model: Model, packed: Any, chk: Any, max_states, prog
                 del d[name]
     depth = max(levels - 1, 0)
     t1 = time.perf_counter()
-    kept_bytes = seen.nbytes + parent.itemsize * len(parent) + via.itemsize * len(via)
-    del frontier, seen
+    kept_bytes = search.seen.nbytes + parent.itemsize * len(parent) + via.itemsize * len(via)
+    del search
     return _fingerprint_exploration(model, chk, n, transitions, depth, complete, stop_reason, parent, via,
                                     t0, t1, kept_bytes, False, level_sizes)
 

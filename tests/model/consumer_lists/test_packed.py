@@ -98,22 +98,21 @@ def test_packed_explorations_give_the_same_counts_verdicts_and_paths(config, mon
 @pytest.mark.parametrize("config", ["small", "acquire-no-cas", "notify-all", "upstream-remove", "reject",
                                     "groups-shared", "upstream-shared-group-closed"])
 def test_the_safety_search_a_level_at_a_time_gives_the_same_ids_and_paths(config, monkeypatch):
-    """Without liveness and without a state bound the packed search admits a level at a time with numpy
-    (explorer._packed_levels_in_bulk): the same states in the same order (ids, parents, positions),
-    depth, transitions, verdicts and paths as the tuple search and as its own state-by-state loop
-    (a state bound selects that loop)."""
-    from conq.model.engines import explorer as explorer_module
+    """Without liveness the packed search goes a level at a time in arrays (levels.LevelSearch): the
+    same states in the same order (ids, parents, positions), depth, transitions, verdicts and paths
+    as the tuple search and as its own state-by-state loop (which keeping the edges selects)."""
+    from conq.model.engines import levels
 
     in_bulk = []
-    real = explorer_module._packed_levels_in_bulk
-    monkeypatch.setattr(explorer_module, "_packed_levels_in_bulk", lambda *a, **kw: in_bulk.append(1) or real(*a, **kw))
+    real = levels.LevelSearch.run
+    monkeypatch.setattr(levels.LevelSearch, "run", lambda *a, **kw: in_bulk.append(1) or real(*a, **kw))
     runs = []
-    for model, bound in ((_unpacked(config, monkeypatch), None), (load_model("consumer-lists", config, {}), 10**9),
+    for model, edges in ((_unpacked(config, monkeypatch), None), (load_model("consumer-lists", config, {}), True),
                          (load_model("consumer-lists", config, {}), None)):
-        ex = explore(model, liveness=False, max_states=bound)
-        assert len(in_bulk) == (bound is None and model.packed() is not None)  # only the last run is in bulk
+        ex = explore(model, liveness=False, keep_edges=edges)
+        assert len(in_bulk) == (not edges and model.packed() is not None)  # only the last run is in bulk
         assert ex.complete
-        runs.append((ex.states, ex.transitions, ex.depth, list(ex.parent), list(ex.via),
+        runs.append((ex.states, ex.transitions, ex.depth, list(ex.parent), list(ex.via), ex.level_sizes,
                      [(v.prop.name, v.status, None if v.path is None else [(a, o, t) for a, o, t in v.path.steps])
                       for v in ex.verdicts]))
     assert runs[0] == runs[1] == runs[2]
