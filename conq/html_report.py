@@ -48,12 +48,18 @@ def viewer_data(model: Model, path: Path, cycle: Path | None = None) -> dict[str
     """What the counterexample viewer draws: the initial state's parts, then per step who acted,
     the action, the changes and the state's parts after it."""
     trail = explain(model, path, cycle)
-    return {
-        "init": trail.init_parts,
-        "cycle_start": trail.cycle_start,
-        "steps": [{"n": s.number, "actor": s.actor, "target": s.target, "label": s.label,
-                   "changes": [c.to_json() for c in s.changes], "parts": parts(model, s.state)} for s in trail.steps],
-    }
+    steps = []
+    before = trail.init_parts
+    for s in trail.steps:
+        now = parts(model, s.state)
+        # only the parts this step changed travel (the page carries the others forward): a
+        # counterexample's size grows with what changes, not with the state's size
+        steps.append({"n": s.number, "actor": s.actor, "target": s.target, "label": s.label,
+                      "changes": [c.to_json() for c in s.changes],
+                      "parts": {k: v for k, v in now.items() if before.get(k) != v},
+                      "gone": [k for k in before if k not in now], "order": list(now) if list(now) != list(before) else None})
+        before = now
+    return {"init": trail.init_parts, "cycle_start": trail.cycle_start, "steps": steps}
 
 
 def slug(text: str) -> str:
@@ -187,7 +193,8 @@ class HtmlReport:
             self.add_row("model-check", label, result, not problems, secs, anchor)
         return anchor
 
-    def add_replay(self, summary: Any, label: str, *, seconds: float = 0.0, model_states: int | None = None) -> str:
+    def add_replay(self, summary: Any, label: str, *, seconds: float = 0.0, model_states: int | None = None,
+                   row: bool = True) -> str:
         """A Spark replay's section: coverage as the call-level view counts it (said so, beside the
         model check's own count when known), the growth curve, the Chao2 estimate and whether its
         interval held the true count."""
@@ -203,8 +210,9 @@ class HtmlReport:
             "growth": line_chart(points, truth=s.graph_states, xlabel="traces replayed", ylabel="distinct states seen"),
             "graph": s.graph,
         })
-        cover = f"{s.states_covered:,} call-level states" + (f" of {s.graph_states:,}" if s.graph_states else "")
-        self.add_row("spark replay", label, f"{s.traces:,} traces, {s.diverged} diverged, {cover}", s.ok, seconds, anchor)
+        if row:
+            cover = f"{s.states_covered:,} call-level states" + (f" of {s.graph_states:,}" if s.graph_states else "")
+            self.add_row("spark replay", label, f"{s.traces:,} traces, {s.diverged} diverged, {cover}", s.ok, seconds, anchor)
         return anchor
 
     @property

@@ -65,6 +65,14 @@ var conq = (function () {
   function viewer(box) {
     var data = JSON.parse(document.getElementById(box.getAttribute("data-trail")).textContent);
     var n = data.steps.length;
+    /* each step carries only the parts it changed: the full state after step k is built once */
+    var full = [data.init];
+    data.steps.forEach(function (s, i) {
+      var prev = full[i], next = {};
+      (s.order || Object.keys(prev).concat(Object.keys(s.parts).filter(function (k) { return !(k in prev); })))
+        .forEach(function (k) { if (s.gone.indexOf(k) < 0) next[k] = (k in s.parts) ? s.parts[k] : prev[k]; });
+      full.push(next);
+    });
     var slider = box.querySelector("input.cx-slider"), pos = box.querySelector(".cx-pos");
     var head = box.querySelector(".cx-step-head"), list = box.querySelector("ul.changes");
     var state = box.querySelector(".state"), steps = box.querySelector("ol.cx-steps");
@@ -98,7 +106,7 @@ var conq = (function () {
       if (cyc) head.appendChild(el("span", "cx-cycle", "↺ cycle (repeats forever) · "));
       head.appendChild(document.createTextNode(s.n + ". " + s.actor + " → " + s.target + ": " + s.label));
       drawChanges(list, s.changes);
-      drawState(state, s.parts, s.changes);
+      drawState(state, full[k], s.changes);
     }
     slider.addEventListener("input", function () { show(parseInt(slider.value, 10)); });
     box.querySelector(".cx-prev").addEventListener("click", function () { show(parseInt(slider.value, 10) - 1); });
