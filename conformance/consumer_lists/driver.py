@@ -18,9 +18,10 @@ The other actors (issue 16) are configured from the model configuration:
 ``groups`` (the group of each message, -1 for none) and ``group_policy`` become
 ``Queue(group_policy=...)`` and ``enqueue(group=...)``, ``delete_notifies``
 becomes ``Queue(delete_notifies=...)``.  ``delete_entry j`` (``expiry``) is
-performed two ways, chosen by the seed's parity, because the model makes the
+performed three ways, chosen by the seed, because the model makes the
 housekeeping thread's TTL expiry and a management delete one step (the same
-``deleteEntry``): an odd seed calls ``Queue.delete_entry``; an even seed
+``deleteEntry``): a seed of 1 modulo 4 calls ``Queue.delete_entry``, 3 modulo 4
+the administrative ``Queue.delete_message``; an even seed
 makes message ``j`` expire on the queue's clock and runs one housekeeping pass
 (``Housekeeping.run_once`` -> ``check_message_status``).  The queue's clock is
 the driver's: every message is enqueued with a TTL, and a message is expired
@@ -102,8 +103,10 @@ class ConsumerListsDriver:
         self.reject = bool(config.get("reject", False))
         #: messages the driver has expired (their deadline passed on the driver's clock)
         self._expired: set[int] = set()
-        #: delete_entry through the housekeeping thread's expiry (even seeds) or a management delete
+        #: delete_entry through the housekeeping thread's expiry (even seeds) or a management delete:
+        #: ``Queue.delete_entry`` (1 modulo 4) or the administrative ``Queue.delete_message`` (3 modulo 4)
         self.delete_by_expiry = self.expiry and seed % 2 == 0
+        self.management_delete = "delete_message" if seed % 4 == 3 else "delete_entry"
         now = _Now(self._expired)
         kw: dict[str, Any] = {"delete_notifies": bool(config.get("delete_notifies", True))}
         if self.n_groups:
@@ -226,7 +229,7 @@ class ConsumerListsDriver:
                 result = "held" if m["state"] == "held" else m["owner"]
             else:
                 try:
-                    result = self.q.delete_entry(mid)
+                    result = getattr(self.q, self.management_delete)(mid)
                 except QueueError as e:
                     raise ActionRejected(str(e)) from None
         elif name == "reject":

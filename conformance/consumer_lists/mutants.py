@@ -657,7 +657,7 @@ ENV_BUDGET = 2
 EXPLORER_DEPTH = 2
 #: seeded random traces of 40 calls (random engine), on TRACE_CONFIGS, then on ACTOR_CONFIGS
 RANDOM_TRACES, ACTOR_RANDOM_TRACES = 400, 240
-#: schedules of the races engine (every schedule with <= 2 deviations of its scenarios is 5,619)
+#: schedules of the races engine (every schedule with <= 2 deviations of its scenarios is 8,882)
 RACE_SCHEDULES = 1500
 #: random walks per thread-level configuration (thread_steps.THREAD_CONFIGS) and their length
 THREAD_WALKS, THREAD_LENGTH = 60, 30

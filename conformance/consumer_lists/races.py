@@ -13,7 +13,7 @@ schedule, fewest first (a count, never a time).
 
 Every schedule is checked against the model's claims for these actors:
 
-* ``deleted-never-delivered``: at every send (``Queue._sent``, the model's ``deliver`` step) the
+* ``deleted-never-delivered`` (a delete through ``delete_entry`` or ``delete_message``): at every send (``Queue._sent``, the model's ``deliver`` step) the
   consumer holds the entry; an entry a delete took while available is never delivered; every
   delete completes (the entry ends DELETED, no delete left waiting);
 * ``rejected-not-redelivered``: a consumer is never sent an entry it rejected;
@@ -105,11 +105,12 @@ class Run:
             got = mid if mid is not None else got
         return got
 
-    def delete(self, mid: int) -> Any:
-        """A management delete (``delete_entry``)."""
+    def delete(self, mid: int, via: str = "delete_entry") -> Any:
+        """A management delete: ``delete_entry`` (upstream's ``deleteEntry``) or the administrative
+        ``delete_message``."""
         with self.q._lock:  # read with the delete's own section order: the state it will find
             was_available = self.q._entries[mid].state is MessageState.AVAILABLE
-        result = self.q.delete_entry(mid)
+        result = getattr(self.q, via)(mid)
         if result is None and was_available:
             self.taken_available.add(mid)
         return result
@@ -190,15 +191,16 @@ def _race(sched: DeterministicScheduler, threads: dict[str, Callable[[], Any]]) 
         h.join()
 
 
-def _pull_vs_delete(sched: DeterministicScheduler) -> None:
+def _pull_vs_delete(sched: DeterministicScheduler, via: str = "delete_entry") -> None:
     """A consumer's find-then-acquire (and send) against a management delete of the entry it is
     about to take: the delete takes it available (never delivered), steals it sent, or waits for
-    the send of an acquisition it met unsent."""
+    the send of an acquisition it met unsent.  ``via``: ``delete_entry`` or ``delete_message`` (the
+    administrative removal; issue 32: it took an unsent acquisition and notified nobody)."""
     def main() -> None:
         r = _new(sched)
         c0 = r.add(0, 1, 2)
         m1, m2 = r.q.enqueue("a"), r.q.enqueue("b")
-        _race(sched, {"io-c0": lambda: r.pull(c0), "management": lambda: r.delete(m1)})
+        _race(sched, {"io-c0": lambda: r.pull(c0), "management": lambda: r.delete(m1, via)})
         _final_checks(r, deleted=(m1,))
         if (0, m2) not in r.sent:
             r.fail(f"message {m2} was never delivered")
@@ -226,7 +228,7 @@ def _pull_vs_expiry(sched: DeterministicScheduler) -> None:
     sched.run(main)
 
 
-def _two_consumers_vs_delete(sched: DeterministicScheduler) -> None:
+def _two_consumers_vs_delete(sched: DeterministicScheduler, via: str = "delete_entry") -> None:
     """Two consumers of two priorities and a delete of the first entry while both may pull: the
     delete's notification (DEV-016) and the pulls' hand-overs leave nobody waiting."""
     def main() -> None:
@@ -235,7 +237,8 @@ def _two_consumers_vs_delete(sched: DeterministicScheduler) -> None:
         c1 = r.add(1, 1, 1)
         m1 = r.q.enqueue("a")
         r.q.enqueue("b")
-        _race(sched, {"io-c0": lambda: r.pull(c0), "io-c1": lambda: r.pull(c1), "management": lambda: r.delete(m1)})
+        _race(sched, {"io-c0": lambda: r.pull(c0), "io-c1": lambda: r.pull(c1),
+                      "management": lambda: r.delete(m1, via)})
         _final_checks(r, deleted=(m1,))
 
     sched.run(main)
@@ -318,6 +321,9 @@ SCENARIOS: dict[str, Callable[[DeterministicScheduler], None]] = {
     "reject-vs-pull": _reject_vs_pull,
     "shared-group-freed-vs-pull": _group_freed_vs_pull,
     "assigned-group-removed-vs-pull": lambda s: _group_freed_vs_pull(s, "assigned"),
+    # the administrative removal (issue 32), after the scenarios the mutants' tests count on
+    "pull-vs-delete-message": lambda s: _pull_vs_delete(s, "delete_message"),
+    "two-consumers-vs-delete-message": lambda s: _two_consumers_vs_delete(s, "delete_message"),
 }
 
 

@@ -84,8 +84,8 @@ Observation API (for the conformance checker)
   types.  A deleted message stays listed ("deleted") while ``retain_deleted``.
 * Operations return what happened: ``enqueue`` -> message id; ``deliver_single_message`` -> message id
   or None; ``set_notify_work_desired`` -> whether the consumer's list changed; ``release``/``settle``/
-  ``hold``/``unhold``/``delete_message`` -> True, or raise ``QueueError`` naming the message and its
-  state when the transition is not allowed; ``remove_consumer`` -> the state the consumer left;
+  ``hold``/``unhold`` -> True, or raise ``QueueError`` naming the message and its
+  state when the transition is not allowed; ``delete_entry``/``delete_message`` -> see "Other actors"; ``remove_consumer`` -> the state the consumer left;
   ``release_owned`` -> whether it released; ``delivery_failed`` -> (``"released"`` |
   ``"dead-lettered"`` | ``"not-held"``, the message's failure count, its payload).
 * ``notifications`` (when ``record_events``) is the notification event log: every notification of
@@ -98,7 +98,7 @@ The API, kept stable for the conformance driver:
 * ``Queue(..., group_policy=None | "shared" | "assigned", clock=callable, delete_notifies=True,
   record_dispositions=False)``; ``enqueue(payload, *, held=False, group=None, ttl=None)`` (``ttl`` in
   ``clock`` units; default clock ``time.monotonic``).
-* ``delete_entry(m)`` (management delete / the expiry path, upstream ``deleteEntry`` with
+* ``delete_entry(m)`` and ``delete_message(m)`` (a management delete; the expiry path; upstream ``deleteEntry`` with
   ``acquireOrSteal``): AVAILABLE -> deleted, returns None; ACQUIRED and sent -> stolen and deleted,
   returns the previous owner's id; HELD -> ``"held"``, ACQUIRED and not yet sent -> ``"waiting"``:
   the delete completes on the thread that next changes the entry (``unhold``, a release of any kind,
@@ -819,17 +819,17 @@ class Queue:
             self._reset_sub_pointers_for_groups()
         return True
 
-    def delete_message(self, msg_id: int) -> bool:
-        """Any non-deleted state -> DELETED at once, whoever holds it (an administrative removal that
-        does not wait; nobody is notified).  ``delete_entry`` is upstream's ``deleteEntry``."""
-        with self._lock:
-            entry = self._entry(msg_id)
-            if entry.state is _DELETED:
-                raise QueueError(f"delete of message {msg_id}: already DELETED")
-            reset = self._take_for_delete_locked(entry, "removed")
-        if reset:
-            self._reset_sub_pointers_for_groups()
-        return True
+    def delete_message(self, msg_id: int) -> Hashable | str | None:
+        """An administrative removal of one message (the management's "delete messages" of a queue):
+        upstream it goes through ``AbstractQueue.deleteEntry`` like every delete and move
+        (REFERENCE.md section 4), so it is ``delete_entry`` -- the same answers, waits and
+        notification -- recorded as ``"removed"`` in ``dispositions``.
+
+        It used to take the entry at once in any state and notify nobody (issue 32): a consumer
+        that had just found the entry lost it with nothing handed over, so the next message waited
+        with nobody woken (a lost wake-up), and a consumer between its acquire and its send was sent
+        an entry it no longer held."""
+        return self._delete_entry(msg_id, "removed")
 
     # ------------------------------------------------------------------------------------------------
     # the housekeeping thread and management: deleteEntry (issue 16)

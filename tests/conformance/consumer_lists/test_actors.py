@@ -223,3 +223,19 @@ def test_the_port_reference_describes_the_new_calls():
     assert '### `["delete_entry", j]`' in text and '### `["reject", c, j]`' in text
     for word in ("delete_waiting", "rejected_by", "reset-groups", "accept(c, j)", "`\"held\"`"):
         assert word in text, word
+
+
+@pytest.mark.parametrize("name", ["pull-vs-delete-message", "two-consumers-vs-delete-message"])
+def test_an_administrative_delete_is_a_delete_entry_every_schedule_with_one_deviation(name):
+    """Issue 32: ``Queue.delete_message`` took the entry at once in any state and notified nobody: the
+    consumer that had just found the entry was left Interested with the next message waiting (a lost
+    wake-up), or was sent an entry it no longer held (the delete met its acquisition unsent).  It is
+    upstream's ``deleteEntry`` now (REFERENCE.md section 4), checked like ``delete_entry`` on every
+    schedule with at most one deviation (the races engine goes on to two)."""
+    from conq.impl.scheduling import BoundedExploration
+
+    ex = BoundedExploration(races.SCENARIOS[name], bound=1, **races.OPTIONS)
+    for depth in (0, 1):
+        for trial in ex.level(depth):
+            assert not trial.failed, f"{[str(d) for d in trial.schedule]}: {trial.error.__cause__ or trial.error}"
+    assert ex.counts[1] > 10 and ex.complete == {0, 1}
