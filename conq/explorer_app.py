@@ -4,7 +4,7 @@ A local page (127.0.0.1 only) shows a state split into its parts, the actions en
 for each, who takes it and what it would change; a click takes the step, ``back`` undoes it.  A
 violated property's counterexample (the explorer's shortest, a lasso with its cycle) loads as a
 path to step through, and a search by a field's value (``c0.node = "notified"``) finds a
-shortest path to a state that has it.  Changes are :mod:`conq.model.changes`'s, the same as in
+shortest path to a state that has it.  Changes are :mod:`conq.model.engines.changes`'s, the same as in
 the terminal and the report.
 
 The server is Starlette under uvicorn: every request is answered from bounded tables (a state
@@ -21,7 +21,7 @@ import threading
 from collections import deque
 from typing import Any
 
-from conq.model.changes import jsonable, parts, step_changes
+from conq.model.engines.changes import jsonable, parts, step_changes
 from conq.model.kernel import Kind, Model, config_dict
 
 #: the most enabled actions one answer lists (a state with more says how many were left out)

@@ -7,7 +7,7 @@ No network is needed to read it: the style and the script are inlined from
 ``conq/templates/conq.css`` and ``conq.js``, the plots are inline SVG drawn here.  The page is a
 Jinja2 template (``conq/templates/report.html.j2``), filled from plain data that
 :class:`HtmlReport` collects from explorations, replays and the other stages; the counterexamples
-are :func:`conq.model.changes.explain`'s trails, as in the terminal and the Markdown.
+are :func:`conq.model.engines.changes.explain`'s trails, as in the terminal and the Markdown.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path as FsPath
 from typing import Any, Iterable
 
-from conq.model.changes import explain, jsonable, parts
+from conq.model.engines.changes import explain, jsonable, parts
 from conq.model.kernel import Model, Path, config_dict
 from conq.render import status_text
 

@@ -1,11 +1,11 @@
 """Counterexamples for people who read Markdown: a table of steps (who acted, the action, the
 fields it changed) and a Mermaid sequence diagram whose arrows go from the one who acted to the
-part it changed, with a note of the changes.  Both are drawn from :func:`conq.model.changes.explain`'s
+part it changed, with a note of the changes.  Both are drawn from :func:`conq.model.engines.changes.explain`'s
 trail, as the terminal text and the HTML viewer are: one diff, every output."""
 
 from __future__ import annotations
 
-from conq.model.changes import Trail, change_lines, dumps
+from conq.model.engines.changes import Trail, change_lines, dumps
 
 
 def _ident(name: str) -> str:

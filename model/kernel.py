@@ -404,7 +404,7 @@ class Model(Generic[S]):
     orbit_properties: frozenset[str] = frozenset()
 
     #: How :meth:`view` splits into the parts a counterexample reports changes of
-    #: (:mod:`conq.model.changes`): a top-level key of the view whose value is a list -> the name
+    #: (:mod:`conq.model.engines.changes`): a top-level key of the view whose value is a list -> the name
     #: of one of its items (``{"consumers": "c"}``: ``c0``, ``c1``, by an item's ``id`` when it has
     #: one), or ``(prefix, field)`` to file a list's items under another part's field
     #: (``{"rejected_by": ("m", "rejected_by")}``: ``m0.rejected_by``).  Everything else is
@@ -414,19 +414,19 @@ class Model(Generic[S]):
 
     def actors(self, action: Action, observation: Observation) -> tuple[str, str]:
         """Who does a step to whom (the first name is the one that acted): a counterexample's
-        arrows go from it to the part the step changed (:mod:`conq.model.changes`)."""
+        arrows go from it to the part the step changed (:mod:`conq.model.engines.changes`)."""
         return ("driver", self.name)
 
     def format_action(self, action: Action, observation: Observation) -> str:
         """``name(arg, ...)`` with JSON arguments, then ``→ observation`` if there is one."""
-        from conq.model.changes import label
+        from conq.model.engines.changes import label
 
         return label(self, action, observation)
 
     def format_path(self, path: Path, *, states: bool = False, cycle: Path | None = None) -> str:
         """A path as text: per step who acted, the action and the fields it changed
         (``states``: the full state after every step too); a lasso's ``cycle`` after it."""
-        from conq.model.changes import explain, format_trail
+        from conq.model.engines.changes import explain, format_trail
 
         return format_trail(explain(self, path, cycle), states=states)
 

@@ -1,5 +1,5 @@
 /* conq pages: draw a state split into its parts, the changed fields highlighted (the same parts
-   and changes as model/changes.py computes: this only draws them).  No libraries, no network. */
+   and changes as model/engines/changes.py computes: this only draws them).  No libraries, no network. */
 "use strict";
 var conq = (function () {
   function el(tag, cls, text) {
@@ -9,7 +9,7 @@ var conq = (function () {
     return e;
   }
   function json(v) { return v === undefined ? "absent" : JSON.stringify(v); }
-  /* the leaves of a part, as model/changes.py walks them: mappings by key, lists of mappings by
+  /* the leaves of a part, as model/engines/changes.py walks them: mappings by key, lists of mappings by
      position; a list of plain values is one leaf */
   function leaves(value, path, out) {
     if (value !== null && typeof value === "object" && !Array.isArray(value) && (Object.keys(value).length || path)) {

@@ -78,7 +78,7 @@ class ConsumerListsModel(OtherActors, Model):
     name = "consumer-lists"
     Config = ConsumerListsConfig
     #: a counterexample's changes per consumer (c0), message (m1, with who rejected it) and group
-    #: (g0); the lists, the budget and the rest are the queue's (model/changes.py)
+    #: (g0); the lists, the budget and the rest are the queue's (model/engines/changes.py)
     view_parts = {"consumers": "c", "messages": "m", "rejected_by": ("m", "rejected_by"), "groups": "g"}
     view_root = "queue"
     #: the model's steps (threads and environment) and, for traces of the call-level view

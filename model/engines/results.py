@@ -10,7 +10,7 @@ from array import array
 from dataclasses import dataclass, field
 from typing import Any
 
-from conq.model.changes import explain, jsonable
+from conq.model.engines.changes import explain, jsonable
 from conq.model.kernel import CheckedAction, Kind, Model, Path, Property
 
 
@@ -135,7 +135,7 @@ class Exploration:
                     "path": _path_json(self.model, v.path) if v.path is not None else None,
                     "cycle": _path_json(self.model, v.cycle) if v.cycle is not None else None,
                     # the counterexample as every output shows it: per step who acted and what
-                    # changed (model/changes.py), the lasso's cycle after its prefix (the full
+                    # changed (model/engines/changes.py), the lasso's cycle after its prefix (the full
                     # states are in "path" and "cycle")
                     "trail": explain(self.model, v.path, v.cycle).to_json(states=False)
                     if v.path is not None and v.status == "violated" else None,

@@ -114,7 +114,7 @@ class OrderedConsumptionModel(Model):
     Config = OCConfig
     #: a counterexample's changes per message (m0: the server's and the client's copy), process
     #: queue (pq0), consumer of a group (client0) and application call (call0); the rest is the
-    #: role's own, named after it (the producer's send, the rebalance) (model/changes.py)
+    #: role's own, named after it (the producer's send, the rebalance) (model/engines/changes.py)
     view_parts = {"messages": "m", "process_queues": "pq", "consumers": "client", "calls": "call"}
     view_root = "{role}"
 

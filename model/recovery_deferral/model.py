@@ -97,7 +97,7 @@ class RecoveryDeferralModel(Model):
     Config = RecoveryDeferralConfig
     #: a counterexample's changes per event (e0), worker queue (q0: its events and what it runs)
     #: and producer (p0: its recovery and callbacks); the rest (feed, tracker) is the SDK's
-    #: (model/changes.py)
+    #: (model/engines/changes.py)
     view_parts = {"events": "e", "queues": ("q", "events"), "running": ("q", "running"),
                   "recovery": ("p", "recovery"), "callbacks": ("p", "callbacks"),
                   "customer_told_recovery": ("p", "customer_told"), "callback_contexts": ("p", "contexts")}

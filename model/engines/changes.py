@@ -22,10 +22,11 @@ from __future__ import annotations
 import enum
 import json
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import Any, Iterator
 
-if TYPE_CHECKING:  # the kernel imports this module; this module only reads the kernel's types
-    from conq.model.kernel import Model, Path
+# No import of the kernel: the kernel's Model.format_path uses this module, and this module needs
+# of a model only its view(), actors(), format_action(), view_parts and view_root ("Model" and
+# "Path" below are the kernel's, named in annotations only).
 
 
 class _Absent:

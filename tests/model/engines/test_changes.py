@@ -1,4 +1,4 @@
-"""The one diff every counterexample output uses (model/changes.py): only what changed, per part,
+"""The one diff every counterexample output uses (model/engines/changes.py): only what changed, per part,
 as JSON; a lasso's cycle after its prefix; the sequence diagram's arrows from who acted to what
 changed.  On the consumer-lists upstream-flag-order counterexample (1,902 states) and small views."""
 
@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from conq.model.changes import ABSENT, Change, diff_views, explain, format_trail, jsonable, parts
+from conq.model.engines.changes import ABSENT, Change, diff_views, explain, format_trail, jsonable, parts
 from conq.model.engines.explorer import explore
 from conq.model.engines.registry import load_model
 from conq.model.kernel import Model
