@@ -191,7 +191,8 @@ class LevelSearch:
                                                      time.perf_counter() - self.t0, watch.last_rss))
                         watch.arm()
             F = np.concatenate(cand_f)
-            order = self._cut(np.sort(first_occurrences(F)[1]))  # a state found by two chunks: the earlier
+            # a state found by two chunks: the earlier (one chunk's candidates are distinct, in order)
+            order = self._cut(np.sort(first_occurrences(F)[1]) if len(cand_f) > 1 else np.arange(len(F)))
             new = cols(np.concatenate(cand_x, axis=1), order)
             del cand_x
             first = self.n

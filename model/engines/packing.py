@@ -41,6 +41,8 @@ section or predicate read the whole state, which is always right.
 
 from __future__ import annotations
 
+from itertools import compress
+from operator import is_not
 from typing import Any, Callable, Iterable, Sequence
 
 from conq.model.kernel import CheckedAction, Kind
@@ -98,15 +100,26 @@ for _name in (
     setattr(Poison, f"__{_name}__", _read)
 
 
+#: values that hold no other value (a label's or observation's usual parts)
+_ATOMS = frozenset((int, str, bool, float, type(None)))
+
+
 def _poison_in(x: Any) -> Poison | None:
     """A poison inside a label or observation (a field's value copied into it), or None."""
-    if type(x) is Poison:
+    t = type(x)
+    if t is Poison:
         return x
+    if t in _ATOMS:
+        return None
     if isinstance(x, tuple):
         for y in x:
-            p = _poison_in(y)
-            if p is not None:
-                return p
+            ty = type(y)
+            if ty is Poison:
+                return y
+            if ty not in _ATOMS:
+                p = _poison_in(y)
+                if p is not None:
+                    return p
     return None
 
 
@@ -167,6 +180,7 @@ class Codec:
         self._poisons = [Poison(i) for i in range(self.width)]
         self._outside: dict[int, list[int]] = {}
         self._plans: dict[int, tuple] = {}
+        self._writes: dict[tuple, tuple[int, int]] = {}  # (field, type, value) -> (its bits, its code in place)
 
     def code(self, i: int, v: Any) -> int:
         c = self.codes[i].get(v)
@@ -216,9 +230,16 @@ class Codec:
         is ``(x & keep) | set``."""
         clear = 0
         put = 0
+        cache = self._writes
         for i, v in pairs:
-            clear |= self.fmask[i]
-            put |= self.code(i, v) << self.shift[i]
+            k = (i, type(v), v)  # (True and 1 are equal keys of different codes)
+            e = cache.get(k)
+            if e is None:
+                if len(cache) >= MEMO_LIMIT:
+                    cache.clear()
+                e = cache[k] = (self.fmask[i], self.code(i, v) << self.shift[i])
+            clear |= e[0]
+            put |= e[1]
         return self.full & ~clear, put
 
     def poisoned(self, state: tuple, known: int) -> tuple:
@@ -411,7 +432,7 @@ class Section:
         pois = _poison_in(a) or _poison_in(o)
         if pois is not None:  # a field's value copied into the label: it was read
             raise FootprintRead(pois.field)
-        writes = [(i, v) for i, v, q in zip(range(len(t)), t, p) if v is not q]
+        writes = [(i, t[i]) for i in compress(range(len(t)), map(is_not, t, p))]
         for _i, v in writes:
             if type(v) is Poison:  # copied from another field: that field was read
                 raise FootprintRead(v.field)

@@ -37,6 +37,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
+from conq.model.engines.levels import first_occurrences
 from conq.model.engines.packing import Packed, Section
 
 _M64 = (1 << 64) - 1
@@ -310,16 +311,20 @@ class _Steps:
         self._ids: dict[int, int] = {}  # id(step) -> step id (the objects are kept alive in objs)
         self.keep = np.zeros((W, 64), dtype=_U64)
         self.put = np.zeros((W, 64), dtype=_U64)
-        #: runs of step ids, one per recorded entry of any section (an entry names its run's start)
-        self.flat = np.zeros(0, dtype=np.int32)
+        #: runs of step ids, one per recorded entry of any section (an entry names its run's start);
+        #: ``nflat`` of them are in use
+        self.flat = np.zeros(1024, dtype=np.int32)
+        self.nflat = 0
 
     def runs(self, runs: list[list[int]]) -> list[int]:
         """Append runs of step ids to ``flat``; the index of each one's first."""
-        starts, at = [], len(self.flat)
+        starts, at = [], self.nflat
         for r in runs:
             starts.append(at)
             at += len(r)
-        self.flat = np.concatenate([self.flat, np.array([g for r in runs for g in r], dtype=np.int32)])
+        self.flat = _grown(self.flat, at)
+        self.flat[self.nflat:at] = [g for r in runs for g in r]
+        self.nflat = at
         return starts
 
     def gid(self, step: tuple) -> int:
@@ -383,6 +388,10 @@ class _VecSection:
         self.root_ids: dict[int, int] = {}
         self.root_masks: dict[int, int] = {}
         self.rmask = np.zeros((W, 8), dtype=_U64)
+        #: per root id, its entry when the root alone is the footprint (-2: a key is looked up); the
+        #: last item answers root id -1 (a root not seen yet): -1
+        self.root_info = np.full(9, -1, dtype=np.int64)
+        self.root_only = False
         self.keys = Table(W, 8)
         self._staged: list = []  # (key, entry) recorded since the last flush
         for r, mask in list(sec.masks.items()):  # what the section already knows (a warm memo)
@@ -399,12 +408,17 @@ class _VecSection:
         if rid is None:
             rid = self.root_ids[r] = len(self.root_ids)
             self.rmask = _grown(self.rmask, rid + 1)
+            if rid + 1 >= len(self.root_info):
+                grown = np.full(self.rmask.shape[1] + 1, -1, dtype=np.int64)
+                grown[:rid] = self.root_info[:rid]
+                self.root_info = grown
             if self.compact is not None:
                 self.root_index[self.compact.of(r, self.W)] = rid
             else:
                 self.roots.put_many(to_words([r], self.W), [rid])
         for w, v in enumerate(_ws(mask, self.W)):
             self.rmask[w, rid] = v
+        self.root_info[rid] = -2
 
     def _flush(self) -> None:
         """Copy the staged entries into the arrays and the key table."""
@@ -415,7 +429,14 @@ class _VecSection:
         runs = [[gid(s) for s in steps] for _key, (steps, _owed) in staged]
         starts = self.steps.runs(runs)
         infos = [entry_info(first, len(r), owed) for first, r, (_key, (_steps, owed)) in zip(starts, runs, staged)]
-        self.keys.put_many(to_words([k for k, _ in staged], self.W), infos)
+        # (new keys, distinct: a key is recorded only when its state's look-up failed, and a mask
+        # only grows, so two recordings of a round differ on the fields of the smaller mask)
+        self.keys.insert_new(to_words([k for k, _ in staged], self.W), infos)
+        root = self.sec.root
+        for (key, _e), info in zip(staged, infos):
+            if self.root_masks[key & root] == root:  # the root alone decides: no key to look up
+                self.root_info[self.root_ids[key & root]] = info
+                self.root_only = True
 
     def _record(self, x: int) -> None:
         """Run the section on ``x`` (the model's own code, :meth:`Section.miss`) and stage what it
@@ -434,6 +455,13 @@ class _VecSection:
 
     def _lookup(self, X: np.ndarray) -> np.ndarray:
         rid = self._rids(X)
+        if self.root_only:
+            info = self.root_info[rid]
+            need = np.flatnonzero(info == -2)
+            if len(need) < len(info):
+                if len(need):
+                    info[need] = self.keys.get(cols(X, need) & cols(self.rmask, rid[need]))
+                return info
         info = self.keys.get(X & cols(self.rmask, rid))
         info[rid < 0] = -1
         return info
@@ -449,7 +477,7 @@ class _VecSection:
             # grows its root's mask may leave others of that key unresolved: the loop goes on
             rid = self._rids(Xb)
             Kb = np.where(rid >= 0, Xb & cols(self.rmask, rid), Xb & self.R)
-            _, first = np.unique(Kb[0] if self.W == 1 else fingerprints(Kb), return_index=True)
+            _, first = first_occurrences(Kb[0] if self.W == 1 else fingerprints(Kb))
             for i in np.sort(first).tolist():
                 self._record(to_int(Xb, i))
             self._flush()
@@ -545,7 +573,7 @@ class VectorPredicate:
         while len(bad):
             Xb = cols(X, bad)
             Kb = Xb & M
-            _, first = np.unique(Kb[0] if W == 1 else fingerprints(Kb), return_index=True)
+            _, first = first_occurrences(Kb[0] if W == 1 else fingerprints(Kb))
             keys, vals = [], []
             for i in np.sort(first).tolist():
                 x = to_int(Xb, i)
