@@ -107,10 +107,14 @@ class Error:
 @dataclass(frozen=True, slots=True)
 class Up:
     """An "up" callback: ``"ProducerUp"`` (``on_producer_up``) or an up status
-    (``on_producer_status_change``)."""
+    (``on_producer_status_change``).  ``request``: the recovery it completes, when the script says
+    (the SDK knows it: ``snapshot_complete`` carries the request id, though the callback does not) --
+    a script whose ``Recover`` comes after the "up" of that recovery (a late ``onRecoveryInitiated``)
+    needs it to be checked (``check_journal``)."""
 
     producer_id: int
     callback: str = "FirstRecoveryCompleted"
+    request: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -362,7 +366,7 @@ class FeedSimulator:
             elif isinstance(step, Recover):
                 g.on_recovery_initiated(step.producer_id, step.request_id)
             elif isinstance(step, Up):
-                j.record("up-sent", producer=step.producer_id, callback=step.callback)
+                j.record("up-sent", producer=step.producer_id, callback=step.callback, request=step.request)
                 if step.callback == "ProducerUp":
                     g.on_producer_up(step.producer_id, "FirstRecoveryCompleted")
                 else:
@@ -415,8 +419,13 @@ def check_journal(
     ordered: Callable[[Any], bool] = lambda item: True,
     strict_up: bool = False,
     complete: bool = True,
+    late_initiation: bool = False,
 ) -> list[str]:
     """Seed 004's guarantees over a finished run, as violations (empty list: all hold).
+
+    ``late_initiation``: the script calls ``onRecoveryInitiated`` after (some of) its recovery's
+    resent events (upstream's SDK does, spec/deviations.md DEV-032): the customer then sees those
+    events before the initiation, which no listener can change; every other check stands.
 
     * **per-match order**: the items of one sport event (``ordered(item)``) start in hand-off order,
       each after the previous one ended (never two at once);
@@ -485,7 +494,7 @@ def check_journal(
             recinit.setdefault((e.data["producer"], e.data["request"]), e.i)
     for k, it in items.items():
         c = _ctx(it)
-        if c.valid and starts[k]:
+        if c.valid and starts[k] and not late_initiation:
             r = recinit.get((c.producer_id, c.request_id))
             if r is None or r > starts[k][0].i:
                 bad.append(f"{it!r}: handled before the customer saw recovery {c} initiated")
@@ -514,12 +523,16 @@ def check_journal(
 
     # ups exactly once / never when superseded or cancelled: walk the journal per producer.  An
     # "up" the SDK sent is open until delivered; a rec-init, a Down or a non-up status of its
-    # producer reaching the customer closes every open "up" of that producer for good.
+    # producer reaching the customer closes every open "up" of that producer for good -- except that
+    # a (late) rec-init leaves open the "ups" the script says belong to that very recovery.
     open_ups: dict[int, list[Entry]] = defaultdict(list)
     for e in entries:
         if e.kind == "up-sent":
             open_ups[e.data["producer"]].append(e)
-        elif e.kind in ("rec-init", "down", "status"):
+        elif e.kind == "rec-init":
+            open_ups[e.data["producer"]] = [u for u in open_ups[e.data["producer"]]
+                                            if u.data.get("request") == e.data["request"]]
+        elif e.kind in ("down", "status"):
             open_ups[e.data["producer"]] = []
         elif e.kind == "up":
             p, cb = e.data["producer"], e.data["callback"]
@@ -529,6 +542,14 @@ def check_journal(
                            "(a stale, cancelled or duplicate up)")
             else:
                 open_ups[p].remove(match)
+                r = match.data.get("request")
+                if r is not None:  # the recovery it completes is known: its initiation and its events first
+                    c = RecoveryContext(p, r)
+                    if recinit.get((p, r), 10**18) > e.i:
+                        bad.append(f"up #{e.i} of {c} ({cb}) delivered before the customer saw {c} initiated")
+                    for k in ctx_items.get(c, ()):
+                        if not (ends[k] and ends[k][0].i < e.i):
+                            bad.append(f"up #{e.i} of {c} ({cb}) delivered before {items[k]!r} was processed")
     if complete:
         for p, ups in open_ups.items():
             for u in ups:

@@ -19,17 +19,28 @@ callback is forwarded at once.
 
 Rules (per producer)
 --------------------
-* ``on_recovery_initiated(p, r)``: store context (p, r); every deferred "up" of p is *superseded*
-  (never delivered: it was about the previous recovery); forward.
-* an "up" (``on_producer_up``, or a status in ``UP_STATUSES``): *deferred* against p's stored
-  context.  Each "up" is its own deferred callback: a second "up" of the same recovery does not
+The producer's *known* recovery is the newest one the listener has heard of: the request id its
+last ``on_recovery_initiated`` stored, or a newer one whose resent events already reached the feed
+listener (``tracker.newest_request``).  Upstream's SDK calls ``onRecoveryInitiated`` only once the
+HTTP request ``/recovery/initiate_request`` has been answered (``RecoveryManagerImpl``,
+``ProducerRecoveryRequester.run`` -> ``callOnRecoveryInitiated``), while the feed resends the
+recovery's messages -- and its ``snapshot_complete``, which raises the "up" -- as soon as the request
+reached the API: the "up" and the events can come first (issue 32, spec/deviations.md DEV-032).
+
+* ``on_recovery_initiated(p, r)``: store context (p, r); every deferred "up" of p correlated with an
+  *older* recovery is *superseded* (never delivered: it was about the previous recovery), one
+  already correlated with r (an "up" that came first) stays; forward.
+* an "up" (``on_producer_up``, or a status in ``UP_STATUSES``): *deferred* against p's known
+  recovery.  Each "up" is its own deferred callback: a second "up" of the same recovery does not
   cancel the first (DEV-014); each is delivered exactly once, in arrival order, unless superseded
-  or cancelled.  With no stored context it is forwarded at once (DEV-002: there is nothing it could
+  or cancelled.  With no known recovery it is forwarded at once (DEV-002: there is nothing it could
   wait for; upstream drops it).
 * any other status change, and ``on_producer_down``: every deferred "up" of p is *cancelled*
   (DEV-011: the producer is no longer up to date; its next recovery brings its own "up"); forward
   at once -- a non-up status is never deferred.
-* delivery: a deferred "up" is delivered when a check reads ``tracker.pending(context) == 0``.
+* delivery: a deferred "up" is delivered when a check reads ``tracker.pending(context) == 0`` and
+  its recovery is the stored one (its ``onRecoveryInitiated`` reached the customer first, as seed
+  004's "strict sequence" has it); a check that finds a newer recovery known supersedes it.
 
 When a deferred "up" is checked
 -------------------------------
@@ -248,9 +259,14 @@ class ConcurrentGlobalEventsListener:
     def on_recovery_initiated(self, producer_id: int, request_id: int) -> None:
         st = self._producer(producer_id)
         with st.lock:
-            st.context = context_of(producer_id, request_id)
-            self._retire_locked(st, SUPERSEDED)
+            ctx = st.context = context_of(producer_id, request_id)
+            # the deferred "ups" of older recoveries are superseded; one that came before this
+            # (late) onRecoveryInitiated and is already correlated with it stays (DEV-032)
+            self._retire_locked(st, SUPERSEDED, older_than=ctx.request_id if ctx.valid else None)
             self._forward("on_recovery_initiated", producer_id, request_id)
+            waiting = bool(st.deferred)
+        if waiting:
+            self._wake_for(ctx)  # one of them may have been waiting for this initiation only
 
     def on_producer_up(self, producer_id: int, reason: Any = None) -> None:
         self._defer(producer_id, "on_producer_up", reason)
@@ -278,11 +294,17 @@ class ConcurrentGlobalEventsListener:
         return forward
 
     # -- rules ----------------------------------------------------------------------------------------
+    def _known_locked(self, st: _Producer, producer_id: int) -> int:
+        """The producer's known recovery (module docstring): the stored one, or a newer one whose
+        resent events arrived first.  Under ``st.lock``."""
+        stored = st.context.request_id if st.context is not None and st.context.valid else 0
+        return max(stored, self._tracker.newest_request(producer_id))
+
     def _defer(self, producer_id: int, method: str, argument: Any) -> None:
         st = self._producer(producer_id)
         with st.lock:
-            ctx = st.context
-            if ctx is None or not ctx.valid:
+            ctx = context_of(producer_id, self._known_locked(st, producer_id))
+            if not ctx.valid:
                 # DEV-002: no recovery to wait for; upstream logs "Cannot defer" and drops it
                 log.warning("%s: producer %s %s(%r) with no recovery context: forwarded at once",
                             self._name, producer_id, method, argument)
@@ -303,14 +325,17 @@ class ConcurrentGlobalEventsListener:
             self._retire_locked(st, CANCELLED)  # DEV-011
             self._forward(method, producer_id, argument)
 
-    def _retire_locked(self, st: _Producer, state: str) -> None:
-        if not st.deferred:
+    def _retire_locked(self, st: _Producer, state: str, older_than: int | None = None) -> None:
+        """Retire the producer's deferred "ups" (all of them, or those of a recovery older than
+        ``older_than``) as ``state``."""
+        gone = [d for d in st.deferred if older_than is None or d.context.request_id < older_than]
+        if not gone:
             return
-        for d in st.deferred:
+        for d in gone:
             d.state = state
-        self._unregister(st.deferred)
-        self._bump("superseded" if state == SUPERSEDED else "cancelled", len(st.deferred))
-        st.deferred = []
+        self._unregister(gone)
+        self._bump("superseded" if state == SUPERSEDED else "cancelled", len(gone))
+        st.deferred = [d for d in st.deferred if d.state == DEFERRED]
 
     def _unregister(self, ds: list[_Deferred]) -> None:
         with self._reg_lock:
@@ -330,12 +355,16 @@ class ConcurrentGlobalEventsListener:
         with st.lock:
             if d.state != DEFERRED:
                 return False
+            if self._known_locked(st, d.producer_id) > d.context.request_id:
+                # a newer recovery's events arrived before its onRecoveryInitiated: as a new recovery
+                self._retire_locked(st, SUPERSEDED, older_than=d.context.request_id + 1)
+                return False
             n = self._tracker.pending(d.context)
             d.polls += 1
             d.last_pending = n
             self._bump("checks")
-            if n:
-                return False
+            if n or st.context != d.context:
+                return False  # tasks outstanding, or its onRecoveryInitiated has not come yet
             d.state = DELIVERED
             st.deferred.remove(d)
             self._unregister([d])
@@ -360,8 +389,12 @@ class ConcurrentGlobalEventsListener:
     # -- the scheduler thread ----------------------------------------------------------------------------
     def _on_drained(self, context: RecoveryContext) -> None:
         """Tracker observer: ``context``'s pending count just dropped to 0 (on a worker thread)."""
-        if not self._wake_on_drain:
-            return
+        if self._wake_on_drain:
+            self._wake_for(context)
+
+    def _wake_for(self, context: RecoveryContext) -> None:
+        """Have the scheduler check the deferred "ups" of ``context`` now (its count drained, or its
+        late onRecoveryInitiated came)."""
         with self._reg_lock:
             if context in self._awaited:
                 self._drained.add(context)

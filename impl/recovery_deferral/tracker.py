@@ -66,6 +66,9 @@ class TaskLifecycleTracker:
     def __init__(self, sched: Any = REAL) -> None:
         self._lock = sched.lock("tracker")
         self._counts: dict[RecoveryContext, list[int]] = {}
+        #: per producer, the newest request id of a task counted so far (a recovery whose resent
+        #: events arrived, whether or not its onRecoveryInitiated did)
+        self._newest: dict[int, int] = {}
         #: copy-on-write tuple: read under the lock, called after it is released
         self._observers: tuple[Callable[[RecoveryContext], None], ...] = ()
         #: invariant breaches (a task completed that was never started, ...); always empty
@@ -83,6 +86,8 @@ class TaskLifecycleTracker:
             c = self._counts.get(context)
             if c is None:
                 c = self._counts[context] = [0, 0, 0, 0]
+                if context.valid and context.request_id > self._newest.get(context.producer_id, 0):
+                    self._newest[context.producer_id] = context.request_id
             c[_ALLOCATED] += 1
 
     def task_withdrawn(self, context: RecoveryContext) -> None:
@@ -118,6 +123,13 @@ class TaskLifecycleTracker:
             fn(context)
 
     # -- reading --------------------------------------------------------------------------------------
+    def newest_request(self, producer_id: int) -> int:
+        """The newest request id of ``producer_id`` a task was counted under (0: none): the SDK resends
+        a recovery's events as soon as it asked for them, so they can arrive before its
+        ``onRecoveryInitiated`` (the global listener reads this: ``ConcurrentGlobalEventsListener``)."""
+        with self._lock:
+            return self._newest.get(producer_id, 0)
+
     def pending(self, context: RecoveryContext) -> int:
         with self._lock:
             c = self._counts.get(context)

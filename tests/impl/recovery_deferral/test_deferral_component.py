@@ -206,6 +206,68 @@ def test_new_recovery_while_the_first_is_in_progress(make_rig):
     assert rig.journal.count("end", lambda d: d["item"].request_id == 1) == 30  # and nothing of it was lost
 
 
+# -- a late onRecoveryInitiated (issue 32, DEV-032) -------------------------------------------------
+# Upstream's SDK calls onRecoveryInitiated once /recovery/initiate_request has been answered
+# (RecoveryManagerImpl.ProducerRecoveryRequester.run), while the feed already resends the recovery's
+# messages and its snapshot_complete, which raises the up: the events and the up can come first.
+
+
+def test_late_initiation_of_the_first_recovery_up_after_its_events_exactly_once(make_rig):
+    """The events of recovery 1 and its up arrive before its onRecoveryInitiated.  The up is tied to
+    recovery 1 (its events told the listener) and delivered once, after the events and after the
+    initiation; it used to be forwarded at once (no stored context), before every event."""
+    rig = make_rig(config())
+    gate = gate_context(rig, RecoveryContext(1, 1))
+    script = [*resent(1, 1, on_queues(1, [0, 1, 2, 3, 4]), 30), Up(1, request=1), Recover(1, 1), Call(gate.set)]
+    sim = play(rig, script)
+    assert check_journal(rig.journal.entries(), feed_ident=sim.feed_ident, strict_up=True, late_initiation=True) == []
+    [up] = ups(rig, 1)
+    assert [d.state for d in rig.events.deferrals(1)] == [DELIVERED]
+    assert rig.events.deferrals(1)[0].context == RecoveryContext(1, 1)
+
+
+@pytest.mark.parametrize("initiation", ["before-the-first-check", "after-the-first-check"])
+def test_late_initiation_of_a_second_recovery_up_after_its_events_exactly_once(make_rig, initiation):
+    """Recovery 1 is over (its up delivered); recovery 2's events (held) and its up come before its
+    onRecoveryInitiated.  The up was correlated with recovery 1: delivered at once by the first check
+    (its count is 0), before recovery 2's events -- or, when the initiation came first, superseded by
+    it and never delivered.  Now it waits for recovery 2's events and initiation, then comes once."""
+    rig = make_rig(config(poll_interval=None))
+    gate = gate_context(rig, RecoveryContext(1, 2))
+
+    def first_up_delivered():
+        assert rig.journal.wait_for(lambda es: any(e.kind == "up" for e in es), CAP), "recovery 1's up never came"
+
+    late = [Recover(1, 2)] if initiation == "before-the-first-check" else []
+    script = [
+        Recover(1, 1), *resent(1, 1, on_queues(1, [0, 1]), 10), Up(1, request=1), Call(first_up_delivered),
+        *resent(1, 2, on_queues(1, [2, 3, 4]), 20), Up(1, request=2), *late,
+        Call(rig.events.poll_now, "check"), Recover(1, 2) if not late else Call(rig.events.poll_now, "check"),
+        Call(gate.set),
+    ]
+    sim = play(rig, script)
+    assert check_journal(rig.journal.entries(), feed_ident=sim.feed_ident, strict_up=True, late_initiation=True) == []
+    assert len(ups(rig, 1)) == 2
+    assert [d.state for d in rig.events.deferrals(1)] == [DELIVERED, DELIVERED]
+
+
+def test_a_newer_recoverys_events_supersede_a_deferred_up_before_its_initiation(make_rig):
+    """Recovery 1's up waits (its events held); recovery 2's events arrive before recovery 2's
+    onRecoveryInitiated: recovery 1's up is superseded as by a new recovery (it would claim "up to
+    date" while recovery 2 is resending), and recovery 2's up comes once after its own events."""
+    rig = make_rig(config(poll_interval=None))
+    g1 = gate_context(rig, RecoveryContext(1, 1))
+    script = [
+        Recover(1, 1), *resent(1, 1, on_queues(1, [0, 1]), 10), Up(1, request=1),
+        *resent(1, 2, on_queues(1, [2, 3, 4]), 10), Call(g1.set), Call(rig.events.poll_now, "check"),
+        Up(1, request=2), Recover(1, 2),
+    ]
+    sim = play(rig, script)
+    assert check_journal(rig.journal.entries(), feed_ident=sim.feed_ident, strict_up=False, late_initiation=True) == []
+    assert [d.state for d in rig.events.deferrals(1)] == [SUPERSEDED, DELIVERED]
+    [up] = ups(rig, 1)
+
+
 # -- several producers ---------------------------------------------------------------------------------
 
 
