@@ -147,7 +147,8 @@ def beyond(sizes: list[int], length: int, repeats: int, master: str) -> int:
     import json
 
     from conq.conformance import spark_replay as sr
-    from conq.conformance.coverage_estimate import chao2, incidence_in_process
+    from conq.conformance.coverage_estimate import chao2
+    from conq.conformance.spark_replay import incidence_in_process
 
     print(f"targets beyond the explorer, length {length}, {os.cpu_count()} CPUs, master {master}; load average at start: {load()}")
     targets = [(f"{model}/{config} {overrides}", dict(model=model, config_name=config, overrides=json.loads(overrides),

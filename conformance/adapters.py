@@ -74,14 +74,6 @@ class ActionRejected(Exception):
 #: the observation a definite "not enabled" answer becomes
 REJECTED = ("error", 13)
 
-#: model name -> "module:Class" of the in-process driver of the reference implementation
-DRIVERS: dict[str, str] = {
-    "consumer-lists": "conq.conformance.consumer_lists.driver:ConsumerListsDriver",
-    "recovery-deferral": "conq.conformance.recovery_deferral.driver:RecoveryDeferralDriver",
-    "ordered-consumption": "conq.conformance.ordered_consumption.driver:OrderedConsumptionDriver",
-}
-
-
 class Implementation(Protocol):
     name: str
 
@@ -136,10 +128,13 @@ class InProcess:
 
 
 def reference(model: str) -> InProcess:
-    target = DRIVERS.get(model)
-    if target is None:
-        raise ValueError(f"no reference implementation is wired for model '{model}' (wired: {', '.join(DRIVERS)})")
-    return InProcess(target, name=f"reference:{model}")
+    """The reference implementation of ``model``'s system, in process (its ``driver``)."""
+    from . import systems
+
+    system = systems.find(model)
+    if system is None:
+        raise ValueError(f"no reference implementation is wired for model '{model}' (wired: {', '.join(systems.names('driver'))})")
+    return InProcess(system.load("driver"), name=f"reference:{model}")
 
 
 

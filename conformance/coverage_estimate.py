@@ -46,7 +46,7 @@ from typing import Any, Iterable, Mapping
 
 __all__ = [
     "Estimate", "chao2", "frequency_counts", "growth_at_powers_of_two", "state_class", "sample_unit",
-    "unit_of", "incidence_in_process", "rare_classes",
+    "unit_of", "rare_classes",
 ]
 
 
@@ -220,24 +220,3 @@ def rare_classes(rows: Iterable[tuple[str, int, int]], limit: int = 10) -> list[
     out = [{"class": c, "states": s, "seen_once": q1, "unit_visits": v} for c, (s, q1, v) in by.items()]
     out.sort(key=lambda r: (r["unit_visits"] / r["states"], r["unit_visits"], r["class"]))
     return out[:limit]
-
-
-def incidence_in_process(params, traces: int | None = None) -> tuple[dict[str, dict[int, int]], int, list[tuple[int, int]]]:
-    """The replay's coverage without Spark (one process, the same per-block work as an executor):
-    incidence frequency counts per kind (``state``, ``transition``), the number of sampling units,
-    and the growth points of distinct states.  ``traces`` replays only the first ones."""
-    from dataclasses import replace
-
-    from .spark_replay import BLOCK, _replay
-
-    p = replace(params, traces=traces if traces is not None else params.traces)
-    blocks = range((p.traces + BLOCK - 1) // BLOCK)
-    incid: dict[str, Counter] = {"state": Counter(), "transition": Counter()}
-    first_state: Counter = Counter()
-    for row in _replay(p, blocks, per_block=False):
-        if row[0] == "cover" and row[1] in incid:
-            incid[row[1]][row[4]] += 1
-            if row[1] == "state":
-                first_state[row[3]] += 1
-    freqs = {k: dict(sorted(v.items())) for k, v in incid.items()}
-    return freqs, units_in(p.mode, p.traces, BLOCK), growth_at_powers_of_two(first_state.items(), p.traces)

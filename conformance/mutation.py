@@ -167,29 +167,34 @@ class Catalogue:
         return run_catalog(self, names, engines, budget=budget, first_kill=first_kill, on_cell=on_cell)
 
 
-#: model name -> "module:CATALOGUE" (imported lazily: a catalogue imports its implementation)
-CATALOGUES: dict[str, str] = {
-    "consumer-lists": "conq.conformance.consumer_lists.mutants:CATALOGUE",
-    "recovery-deferral": "conq.conformance.recovery_deferral.mutants:CATALOGUE",
-    "ordered-consumption": "conq.conformance.ordered_consumption.mutants:CATALOGUE",
-}
+def catalogue_names() -> list[str]:
+    """The systems with a mutant catalogue (conformance/systems.py), in registration order."""
+    from . import systems
+
+    return systems.names("mutants")
 
 
 def catalogue(system: str) -> Catalogue:
-    from conq.model.engines.registry import load_object
+    """The mutant catalogue of ``system`` (its ``mutants``; imported on first use: a catalogue
+    imports its implementation)."""
+    from . import systems
 
-    if system not in CATALOGUES:
-        raise ValueError(f"no mutant catalogue for {system!r} (known: {', '.join(CATALOGUES)})")
-    return load_object(CATALOGUES[system])
+    found = systems.find(system)
+    if found is None or found.mutants is None:
+        raise ValueError(f"no mutant catalogue for {system!r} (known: {', '.join(catalogue_names())})")
+    return found.load("mutants")
 
 
-def load_catalogue_module(system: str):
-    """The module holding ``system``'s catalogue (it also offers ``mutant_driver(name)``)."""
-    import importlib
+def mutant_driver(system: str, name: str) -> type:
+    """The reference driver of ``system`` with its mutant ``name`` applied (``--impl mutant:NAME``);
+    ValueError for an unknown mutant or a system that offers none."""
+    from . import systems
 
-    if system not in CATALOGUES:
-        raise ValueError(f"no mutant catalogue for {system!r} (known: {', '.join(CATALOGUES)})")
-    return importlib.import_module(CATALOGUES[system].partition(":")[0])
+    found = systems.find(system)
+    make = found.load("mutant_driver") if found is not None else None
+    if make is None:
+        raise ValueError(f"no mutant catalogue for {system!r} (known: {', '.join(catalogue_names())})")
+    return make(name)
 
 
 def run_catalog(cat: Catalogue, names: list[str] | None = None, engines: list[str] | None = None, *,

@@ -15,19 +15,15 @@ import sys
 import traceback
 from typing import Any, TextIO
 
-from conq import __version__
+from conq.spec import version
 
-from . import protocol
-from .adapters import DRIVERS, ActionRejected, load_class
+from . import protocol, systems
+from .adapters import ActionRejected, load_class
 from .trace import hashable, jsonable
 
 
 #: ``serve``'s answer for a driver without a snapshot
 NO_SNAPSHOT = object()
-#: model -> the factory of its thread-level driver over a call-level driver class (``init`` with
-#: ``"level": "thread"``, feature thread-steps): its ``step`` actions go through the same ``action``
-#: path, so the call level's hot path is unchanged
-THREAD_LEVELS = {"consumer-lists": "conq.conformance.consumer_lists.thread_steps:thread_driver"}
 
 
 def serve(stdin: TextIO, stdout: TextIO, driver_target: str | None = None) -> int:
@@ -117,26 +113,30 @@ def serve(stdin: TextIO, stdout: TextIO, driver_target: str | None = None) -> in
         try:
             if kind == "init":
                 model, config = msg["model"], msg["config"]
-                target = driver_target or DRIVERS.get(model)
+                system = systems.find(model)
+                target = driver_target or (system.load("driver") if system is not None else None)
                 if target is None:
                     error(rid, 14, f"no driver for model {model!r}")
                     continue
-                cls = load_class(target)
+                cls = load_class(target) if isinstance(target, str) else target
                 level = msg.get("level", "call")
                 if level not in protocol.LEVELS:
                     error(rid, 10, f"init: field 'level' must be one of {', '.join(protocol.LEVELS)}, got {level!r}")
                     continue
-                if level == "thread":  # the thread level: its own driver, dispatched apart (THREAD_LEVELS)
-                    if model not in THREAD_LEVELS:
+                if level == "thread":
+                    # the thread level: its own driver over the call-level driver class, dispatched apart (its
+                    # ``step`` actions go through the same ``action`` path: the call level's hot path is unchanged)
+                    thread_level = system.load("thread_level") if system is not None else None
+                    if thread_level is None:
                         error(rid, 14, f"no thread level for model {model!r}")
                         continue
-                    cls = load_class(THREAD_LEVELS[model])(cls)
+                    cls = thread_level.thread_driver(cls)
                 if driver is not None and hasattr(driver, "close") and getattr(driver, "level", None) == "thread":
                     driver.close()
                 driver = cls(config, msg["seed"])
                 # thread-steps confirms the level asked for (a call-level init_ok stays as it was)
                 features = [protocol.SNAPSHOT_IN_REPLY] + ([protocol.THREAD_STEPS] if level == "thread" else [])
-                send({"type": "init_ok", "id": rid, "implementation": f"conq-reference {__version__} ({cls.__name__})",
+                send({"type": "init_ok", "id": rid, "implementation": f"conq-reference {version()} ({cls.__name__})",
                       "features": features})
             elif driver is None:
                 error(rid, 10, f"{kind} before init")

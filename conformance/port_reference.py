@@ -1,19 +1,20 @@
 """Port references: one document per model, for authors of ports in other languages.
 
 ``spec/ports/<model>.md`` is generated here from the same declarations the conformance
-checker uses: the model's call-level view (``views.VIEWS``), its named configurations, and
-the configurations the conformance suite drives.  What can be computed is computed by
+checker uses: the model's call-level view (its system's, conformance/systems.py), its named
+configurations, and the configurations the conformance suite drives.  What can be computed is computed by
 exploring the call-level view on every conformance configuration (every reachable state):
 the calls the checker sends, their parameters and ranges, the exact shape of every
 observation (and whether its lists are sorted), the snapshot shape (the ``observe()`` view),
 generated examples, and which configuration switches change behaviour at call level (with
 the shortest call sequence that tells the two apart).  What cannot be computed -- what a
-call does, when it is enabled -- is declared once per model below (:data:`DECLARED`), and
+call does, when it is enabled -- is declared once per system (its ``port_reference``, e.g.
+conformance/consumer_lists/port_reference.py; :data:`DECLARED` looks it up), and
 the exploration checks that the declared calls are exactly the ones the view emits.
 
 ``python -m conq.conformance.port_reference --write`` regenerates every document;
 ``--check`` exits 1 when a committed one differs (tests/conformance/test_port_reference.py
-does the same).  A model registered in ``views.VIEWS`` with no declaration still gets its
+does the same).  A system with a call-level view and no declaration still gets its
 computed sections, marked as such, as soon as its call-level view loads.
 """
 
@@ -22,18 +23,17 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import enum
-import importlib
 import json
 import sys
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from conq.model.kernel import Model, config_dict
 from conq.model.engines.registry import load_model
 
-from . import protocol
+from . import protocol, systems
 from .trace import jsonable
 
 #: the most call-level states explored per configuration (the conformance configurations of
@@ -70,555 +70,27 @@ class Declared:
     result_label: str = "result"
 
 
-# ------------------------------------------------------------------------------------------
-# consumer-lists
-# ------------------------------------------------------------------------------------------
-_CL_STATE = """\
-A port keeps, per consumer `c` (ids `0..n-1`, in the order of `config.consumers`, each
-`[priority, acquires]`; a higher number is a higher priority; `acquires: false` is a *browser*):
+class _Declarations(dict):
+    """model name -> its declared port reference: the ``port_reference`` of its system
+    (conformance/systems.py), looked up on first use; an entry set here wins (tests replace one).
+    A system without one gets the computed sections only (or its view class may carry its own
+    ``PORT_REFERENCE``)."""
 
-- `node`: one of `absent` (never added), `not-interested`, `interested`, `notified`,
-  `non-acquiring` (a browser that wants work), `removed`;
-- `registered`: added and not removed (in the queue's All list);
-- `credit` (starts at `config.initial_credit`, at most `config.max_credit`) and the set of
-  suspension reasons in force (`flow`, `tcp`; none at start);
-- `wants`: the target's notifyWorkDesired flag; it starts as `initial_credit > 0` and, at the end
-  of every call, equals *desired* = `credit > 0` and no suspension reason, for every registered
-  consumer (see **set-desired** below);
-- `scheduled`: the consumer's IO thread has a wake-up pending (set by **notify**, by `credit`);
-- `pulling`: after a delivery the IO thread goes on pulling (the current pull rule);
-- browsers only: `seen`, the messages it has already been given.
+    def __missing__(self, name: str) -> Declared:
+        system = systems.find(name)
+        declared = system.load("port_reference") if system is not None else None
+        if declared is None:
+            raise KeyError(name)
+        return declared
 
-Per message `j` (ids `0..m-1`, `m = config.messages`): `unarrived`, `available`, `held`,
-`acquired by c<id>`, or `deleted` (only with `config.expiry`; a deleted message stays deleted).
+    def get(self, name: str, default: Any = None) -> Any:  # type: ignore[override]
+        try:
+            return self[name]
+        except KeyError:
+            return default
 
-The other actors (issue 16), each only when its configuration field is on:
 
-- `config.reject`: per message `j`, `rejected_by(j)`, the consumers that rejected it (empty at start);
-- `config.expiry`: `delete_waiting`, the messages a delete waits for (empty at start);
-- `config.groups` (one entry per message: its group `0, 1, ...`, or `-1` for none): per group `g`,
-  `owner(g)` (a consumer, or none at start) and, with `config.group_policy: "shared"`, `counted(g)`,
-  the messages of `g` whose acquisition the group counted; and one flag, `reset_owed` (false at
-  start). A group is **valid** when it has an owner and (policy `assigned`) always, or (policy
-  `shared`) its owner is registered or `counted(g)` is not empty.
-
-The lists: one **Interested list per priority level**, ordered (a consumer entering it goes to
-its tail; leaving removes it wherever it is), and the Notified set. "Interested order" means:
-the levels from the highest priority to the lowest, each list from head to tail.
-
-The environment budget: `budget` starts at `config.env_budget` (`-1`: unbounded). `remove_consumer`,
-`credit`, `suspend`, `resume`, `release` and `reject` are enabled only while `budget != 0`, and each
-takes one from it when it is positive (`delete_entry` takes nothing from it).
-"""
-
-_CL_PROCEDURES = """\
-The calls are built from these procedures (the model's `notifyConsumer`, `notifyConsumers`,
-`notifyOtherConsumers`, `setNotifyWorkDesired`). Every consumer a procedure **notifies** is
-appended to the call's *notified* list (the observation's second element).
-
-- **next(c)**: none if `c` is not registered; else the lowest message id `j` that is `available`
-  (and, for a browser, not in `seen(c)`; with `config.reject`, `c` not in `rejected_by(j)`; with
-  `config.groups`, for an acquiring `c` and a message of a group `g`: `owner(g) == c` or `g` is not
-  valid).
-- **no-higher(c, j)**: true when no registered, acquiring consumer `h` of strictly higher priority
-  than `c` has `wants(h)` and a **next(h)** and (with `config.reject`) is not in `rejected_by(j)`: a
-  higher consumer that rejected `j` does not hold `j` back from `c`. Every caller passes an entry
-  `j`; which one is said where it is called. (Switch `priority_check: false`: always true.)
-- **notify(c)**: for an acquiring `c`: if **next(c)** is none, or **no-higher(c, next(c))** is
-  false (the priority check at the entry `c` would take, whichever procedure calls **notify**), or
-  `node(c)` is not `interested`, it does nothing and fails; else `c` moves `interested -> notified`
-  (leaving its Interested list). Then (every browser, and an acquiring `c` that got this far)
-  `scheduled(c) := true`, `c` is appended to *notified*, and it succeeds. A browser is always
-  notified, whatever is available.
-- **notify-consumers(j)** (a publisher, owed after `j` became available): first every browser in
-  node `non-acquiring` that has not seen `j` is notified, in id order; then for each `c` in
-  Interested order: if `j` is no longer available, stop; if `c` is in `rejected_by(j)`, skip it; if
-  **notify(c)** succeeds, stop (switch `notify_one: false`: go on); else if **no-higher(c, j)** is
-  false (here the walk's own `j`, not **next(c)**), stop.
-- **notify-others(c)**: for each `x` in Interested order: if no message is available, stop; if
-  `x != c` and **notify(x)** succeeds, stop. (`c` may be none: a delete excludes nobody.)
-- **queue-set-desired(c, d)**: if `d`: move `c` from `not-interested` to `interested` (tail of its
-  list; a browser: to `non-acquiring`); if it moved, **notify(c)**. If not `d`: move `c` from
-  `interested` or `notified` (a browser: from `non-acquiring`) to `not-interested`; if it moved, let
-  `top` be the highest priority of the consumers now in the Notified set (none if it is empty); for
-  each `x` in Interested order: if `top` exists and `priority(x) < top`, stop; if **notify(x)**
-  succeeds, stop.
-- **set-desired(c)** (the IO thread's setNotifyWorkDesired, run at the end of a call for every
-  registered consumer, in id order, whose `wants` differs from *desired*; `pulling` consumers
-  included: the model's clause "not in the middle of a pull" speaks of its finer thread steps,
-  and at call level every call, a `pull` too, runs to completion first): `wants(c) := desired`, then **queue-set-desired(c, wants(c))**, and `c` stops
-  pulling. (Switch `flag_before_queue: false` tells the queue first and writes the flag after: visible
-  at call level, see the switches below.)
-- **group-left(j)** (`config.groups` with policy `shared` only; else nothing): if `j` is in
-  `counted(g)` of its group `g`: remove it; if `counted(g)` is now empty, `owner(g) := none` and, if
-  some message of `g` is `available`, `reset_owed := true`.
-- **requeue(j)** (a release, a reject, the releases of a removal): message `j` becomes `available`
-  and is owed a **notify-consumers**; then **group-left(j)**.
-- **accept(c, j)** (the acquisition of a message `j` of a group `g` by an acquiring `c`, with
-  `config.groups`): if `owner(g) != c` and `g` is not valid: `owner(g) := c`; else if `owner(g) != c`:
-  it fails. Then `j` is acquired by `c` and, policy `shared`, `j` joins `counted(g)`.
-- **dequeue(j)** (a delete that takes `j`): message `j` becomes `deleted`; if it was acquired,
-  **group-left(j)**; then, if some message is available, **notify-others(none)** (switch
-  `delete_notifies: false`: nobody is notified).
-- **reset-groups** (owed as `reset_owed`): `reset_owed := false`; **notify(c)** for every registered
-  acquiring consumer `c`, in id order.
-- **settle** (the end of every call): repeat until nothing changes: first, for the lowest message
-  `j` in `delete_waiting` that is now `available` (an `unhold` made it so): remove `j` from
-  `delete_waiting` and **dequeue(j)**; else **set-desired** for the first consumer (lowest id) that
-  needs it; else **notify-consumers(j)** for the lowest message `j` that is owed one (owed from
-  `enqueue`, `unhold`, `release`, `reject` and the releases of `remove_consumer`; a message no longer
-  available when its turn comes is simply no longer owed); else, if `reset_owed`, **reset-groups**.
-"""
-
-_CL_CALLS = (
-    Call(
-        "add_consumer", (("c", "consumer id"),),
-        "`node(c)` is `absent` (only in configurations with `preadded: false`; otherwise every consumer "
-        "is added, in id order, with this call's effects, when the port is built: a browser that wants work "
-        "is then notified, hence scheduled, before the first call)",
-        "`c` becomes registered; if `wants(c)`: node `interested` (tail of its list; a browser: "
-        "`non-acquiring`) and **notify(c)**; else node `not-interested`. Then **settle**.",
-        "`null`",
-    ),
-    Call(
-        "remove_consumer", (("c", "consumer id"),),
-        "`c` is registered, `budget != 0` and `config.removal`",
-        "Takes one from the budget. `c` is no longer registered, node `removed` (leaving any list); every "
-        "message acquired by `c` becomes `available` and is owed a **notify-consumers**, then (all released "
-        "first) **group-left** of each; with `config.groups`, if an available message belongs to a group "
-        "whose owner is `c`, `reset_owed := true`, and (policy `assigned`) every group of `c` loses its "
-        "owner; `c` stops "
-        "pulling and `scheduled(c) := false`. Then, if a message is available, **notify-others(c)** (the "
-        "removed consumer's wake-up is handed over, whatever its node was; switch `remove_hands_over: "
-        "false`: nobody is notified here). Then **settle**.",
-        "`null`",
-    ),
-    Call(
-        "credit", (("c", "consumer id"),),
-        "`c` is registered, `budget != 0` and `credit(c) < config.max_credit`",
-        "Takes one from the budget; `credit(c) += 1`; `scheduled(c) := true` (the credit manager wakes "
-        "the target, whether or not anything is available). Then **settle** (a consumer whose credit was "
-        "0 becomes interested and may be notified).",
-        "`null`",
-    ),
-    Call(
-        "suspend", (("c", "consumer id"), ("r", "suspension reason")),
-        "`c` is registered, `budget != 0`, `r` is one of the first `config.reasons` names of (`flow`, `tcp`), "
-        "and reason `r` is not in force for `c`",
-        "Takes one from the budget; adds reason `r`. Then **settle** (a consumer that wanted work no "
-        "longer does: it leaves the Interested list and its wake-up may pass to another consumer).",
-        "`null`",
-    ),
-    Call(
-        "resume", (("c", "consumer id"), ("r", "suspension reason")),
-        "`c` is registered, `budget != 0`, `r` is one of the first `config.reasons` names of (`flow`, `tcp`), "
-        "and reason `r` is in force for `c`",
-        "Takes one from the budget; removes reason `r`. Then **settle**.",
-        "`null`",
-    ),
-    Call(
-        "enqueue", (("j", "message id"),),
-        "message `j` is `unarrived` and `j == 0` or message `j-1` is not `unarrived` (messages arrive in "
-        "id order)",
-        "Message `j` becomes `available` and is owed a **notify-consumers**. Then **settle**.",
-        "`null`",
-    ),
-    Call(
-        "enqueue_held", (("j", "message id"),),
-        "`config.held`, and `enqueue(j)` would be enabled",
-        "Message `j` becomes `held` (it has arrived but is not available). Then **settle** (nothing to do).",
-        "`null`",
-    ),
-    Call(
-        "unhold", (("j", "message id"),),
-        "message `j` is `held`",
-        "Message `j` becomes `available` and is owed a **notify-consumers**. Then **settle**.",
-        "`null`",
-    ),
-    Call(
-        "release", (("j", "message id"),),
-        "`config.release`, `budget != 0`, and message `j` is `acquired by` some consumer",
-        "Takes one from the budget; **requeue(j)**. Then **settle**.",
-        "the id of the consumer that held `j` (an integer)",
-    ),
-    Call(
-        "delete_entry", (("j", "message id"),),
-        "`config.expiry`, message `j` is `available`, `held` or `acquired by` some consumer, and `j` is not in "
-        "`delete_waiting`",
-        "The housekeeping thread's expiry of `j`, or a management delete (`deleteEntry`). `available`: "
-        "**dequeue(j)**. `acquired by c` (sent: at call level every acquisition was sent): stolen, "
-        "**dequeue(j)**. `held`: `j` joins `delete_waiting` (the delete waits; the `unhold` that follows "
-        "deletes `j` instead of offering it, see **settle**). Then **settle**. Takes nothing from the budget.",
-        "the id of the consumer that held `j` (stolen), `null` (it was available) or the string `\"held\"` "
-        "(the delete waits)",
-    ),
-    Call(
-        "reject", (("c", "consumer id"), ("j", "message id")),
-        "`config.reject`, `budget != 0`, `c` is registered and message `j` is `acquired by c`",
-        "`c`'s IO thread rejects `j`: takes one from the budget; `c` joins `rejected_by(j)` (for ever: `c` "
-        "never takes `j` again, see **next**); **requeue(j)**. Then **settle**.",
-        "`null`",
-    ),
-    Call(
-        "pull", (("c", "consumer id"),),
-        "`c` is `pulling`, or `c` is registered and `scheduled(c)` (one `deliverSingleMessage` of an IO "
-        "thread that has work to do)",
-        "`scheduled(c) := false`; if `node(c)` is `notified` it moves to `interested` (tail of its list). "
-        "If `wants(c)` is false (suspended or no credit): the pull ends, nothing else (observation "
-        "`[null, []]`), `c` stops pulling. Otherwise let `j` = **next(c)**: if `j` exists, and (for an "
-        "acquiring `c`) **no-higher(c, j)** (a higher consumer that rejected `j` does not hold it back), and `credit(c) > 0`: message `j` becomes `acquired by c` (a "
-        "browser: `j` joins `seen(c)` and the message is untouched), `credit(c) -= 1`, an acquiring `c` "
-        "moves `interested -> notified` *always* after a delivery (whether or not more work is there; "
-        "it is not added to *notified* and its `scheduled` is not set), and `c` is `pulling` (switch "
-        "`pull_rule: once`: it stops); the result is `j`. Otherwise (nothing to deliver): if `c` acquires "
-        "and a message is available, **notify-others(c)**; `c` stops pulling; the result is `null`. "
-        "Then **settle** (a consumer whose credit ran out stops pulling, leaves the Interested list and "
-        "may hand its wake-up on). With `config.groups`, an acquiring `c` acquires a grouped message by "
-        "**accept(c, j)** (which succeeds: **next(c)** only offers it a message of a group it may take).",
-        "the id of the message delivered, or `null`",
-    ),
-)
-
-_CL = Declared(
-    intro=(
-        "The checker drives a consumer-lists port one API call at a time, from one thread: every call "
-        "runs to completion (its notifications, the publisher's `notifyConsumers`, the consumers' "
-        "`setNotifyWorkDesired`) before the next one is sent. The model's finer thread steps "
-        "(`notify_consumers`, `target_flag`, `deliver_single_message`, `find_next_available`, "
-        "`acquire`, `deliver`, `no_message`, ...) are **never** sent to a port: the checker composes "
-        "them into the calls below (conformance/consumer_lists/calls.py)."
-    ),
-    state=_CL_STATE,
-    procedures=_CL_PROCEDURES,
-    calls=_CL_CALLS,
-    observation=(
-        "Every call observes a two-element array `[result, notified]`: `result` as in the table "
-        "(the message delivered by `pull`, the previous holder for `release`, for `delete_entry` the "
-        "previous holder of a stolen message, `null` for an available one or `\"held\"`, else `null`) and "
-        "`notified`, the ids of the consumers the call notified (every **notify** that succeeded, in "
-        "any procedure of the call), **sorted ascending**. The model does not fix the order in which "
-        "one call notifies, so the list is compared sorted; a consumer notified twice in one call "
-        "appears twice."
-    ),
-    snapshot=(
-        "`snapshot` answers the `observe()` view of the state after the call, an object with exactly "
-        "three fields: `consumers`, one `[node, credit]` per consumer in id order (`node` one of the "
-        "names above); `messages`, one status string per message in id order (`unarrived`, "
-        "`available`, `held`, `acquired by c<id>`); `interested`, an object from the priority "
-        "(written as a decimal string, e.g. `\"2\"`) to the ids in that priority's Interested list, "
-        "head first, with empty levels left out. With the other actors on, more fields (and only then): "
-        "`rejected_by` (`config.reject`), one sorted array of consumer ids per message in id order; "
-        "`delete_waiting` (`config.expiry`), the sorted ids of the messages a delete waits for; `groups` "
-        "(`config.groups`), one entry per group in id order, its owner's id or `null`, and "
-        "`group_reset_owed`, always `false` (every call settles its reset); a message's status may then "
-        "also be `deleted`. The checker compares it after `init`/`reset` and after "
-        "every call, exactly: arrays in order (consumers and messages by id, each Interested list head "
-        "first), objects by their keys whatever their order."
-    ),
-    notes=(
-        "A call the model has disabled must be answered with error 13 (`not-enabled`, definite) and "
-        "change nothing: the checker's own random walks only send calls some consistent model state "
-        "enables, but replayed traces (the corpus, `diverge-*` replays) may send others.",
-        "Every choice is determined by the state: a port needs no randomness, and `seed` can be ignored.",
-        "The checker only sends parameters in the ranges above. A port may answer anything else (an unknown "
-        "call, a consumer or message id out of range, an unknown reason name) with error 12 (`unknown-action`); "
-        "a reason name that exists but is not toggled in this configuration (`tcp` with `reasons: 1`) is a call "
-        "the model has disabled: error 13.",
-        "A port may refuse a configuration it does not implement with error 14 (`unsupported-model`) in answer "
-        "to `init` (for example a switch away from its reference value, or the other actors: `expiry`, "
-        "`reject`, `groups`, driven in the configurations `expiry`, `reject`, `groups-shared`, "
-        "`groups-assigned`, `all-actors` and `all-actors-assigned`; a port that implements only the first "
-        "six configurations passes on them).",
-        "Only the switches marked as visible below change what a port must do; the conformance "
-        "configurations all use the reference values of every switch.",
-    ),
-)
-
-# ------------------------------------------------------------------------------------------
-# recovery-deferral (model/recovery_deferral/model.py; call-level view
-# conformance/recovery_deferral/calls.py; the reference driver conformance/recovery_deferral/driver.py)
-# ------------------------------------------------------------------------------------------
-_RD_STATE = """\
-The configuration's script `config.events` lists the events, by index `e` (`0..n-1`): each is
-`[producer, match, kind]`. `kind` 0 is a live event; `k >= 1` an event resent by recovery `k` of its
-producer; `-1` an error event (an unparsable message) with no recovery context; `-(r+1)` an error
-event of recovery `r`. `match` -1 (errors only) is an error about no event. Each producer's events
-arrive in script order (`feed(p)` takes the producer's next one); producers interleave freely.
-
-A port keeps (ids from 0; model producer `p`, queue `q`, callback index `k` into `config.callbacks`):
-
-- `fed(p)`: how many of producer `p`'s events arrived;
-- the **task queues** `0..config.queues-1`, each a FIFO of event indexes holding at most
-  `config.queue_size`; an event of match `m` goes to queue `m mod config.queues` (every event of a
-  match on one queue); an error about no event may go to any queue (the port's choice: the model
-  allows each);
-- `running(q)`: the event a worker is running for queue `q` (in the customer's listener), or none; a
-  queue is served by at most one worker at a time, and at most `config.workers` queues run at once;
-- the **tracker**: per recovery context a pending count, +1 when an event of that context is
-  accepted, -1 when its task completes. The contexts: `NONE` (live events, and errors with no
-  recovery) and `p<p>/r<r>` (recovery `r` of producer `p`, `r` from 1). Event `e = [p, match, kind]`
-  belongs to `NONE` when `kind` is 0 or -1, to `p<p>/r<kind>` when `kind >= 1` and to `p<p>/r<r>` when
-  `kind = -(r+1)`, `r >= 1`;
-- per producer, `rec(p)`: the request id of its stored recovery (0: none yet; at most
-  `config.recoveries`);
-- per producer and callback `k`, in the producer's current recovery epoch: `not-sent`, `deferred`
-  (waiting for its context to drain), `delivered` (the customer got it), `cancelled` (a newer Down
-  status cancelled it); and the context a deferred callback was correlated with when it arrived;
-- the **feed thread**: running, or waiting for room on a full queue with one event (see `feed`).
-
-The *up* callbacks are `ProducerUp`, `FirstRecoveryCompleted`, `ProcessingQueDelayStabilized` and
-`ReturnedFromInactivity`; every other status (`AliveIntervalViolation`, `ProcessingQueueDelayViolation`,
-`PermanentlyUnavailable`) is a *Down*.
-"""
-
-_RD_CALLS = (
-    Call(
-        "recover", (("p", "producer"),),
-        "`rec(p) < config.recoveries`",
-        "The SDK's `onRecoveryInitiated` for producer `p`'s next recovery: `rec(p) += 1` (the stored "
-        "RecoveryContext is now `p<p>/r<rec(p)>`); a new recovery epoch starts: every callback of `p` is "
-        "`not-sent` again, and any callback of `p` still deferred is cancelled (it will never be delivered). "
-        "The customer's `onRecoveryInitiated` is called at once, on the calling thread.",
-        "`\"forwarded\"`",
-    ),
-    Call(
-        "feed", (("p", "producer"),),
-        "producer `p` has an event left (`fed(p)` is less than its number of events), that event's "
-        "recovery was initiated (a `kind` `k >= 1` or `-(k+1)` needs `rec(p) >= k`), and the feed thread "
-        "is not waiting for room",
-        "The feed thread receives `p`'s next event `e` (`fed(p) += 1`). With `config.enabled: false` "
-        "(legacy), or for an error event with `config.handle_errors_async: false`, the customer's listener "
-        "is called with `e` on the feed thread: `[\"feed-thread\", e]`. Otherwise `e` goes to its queue `q`: "
-        "if `q` has room, `e` is counted in the tracker under its context and appended to `q`: "
-        "`[\"queued\", q]`. If `q` is full the feed thread **waits** for room (nothing is lost): "
-        "`[\"blocked\", q, counted]`, where `counted` is 1 when the port counted `e` in the tracker before "
-        "it started waiting, 0 when it will count it once `e` is enqueued (both are allowed; the snapshot's "
-        "`pending` must agree). While it waits no other `feed` is enabled; the `run(q)` that makes room "
-        "completes the hand-off. An error about no event may pick any queue: `queued` on one with room or "
-        "`blocked` on a full one.",
-        "`[\"queued\", q]`, `[\"blocked\", q, counted]` or `[\"feed-thread\", e]`",
-    ),
-    Call(
-        "status", (("p", "producer"), ("k", "index into `config.callbacks`")),
-        "callback `k` is `not-sent` in `p`'s current epoch; `rec(p) > 0`, unless "
-        "`config.callbacks_without_recovery`; an up callback with `config.up_after_events` and `rec(p) > 0` only "
-        "once every event of `p` in the context `p<p>/r<rec(p)>` (kind `rec(p)` or `-(rec(p)+1)`) has been fed, "
-        "and only while the feed thread is not waiting for room (with any producer's event)",
-        "The SDK's `onProducerStatusChange` (or `onProducerUp`) with status `config.callbacks[k]`. A Down is "
-        "forwarded to the customer at once and cancels `p`'s deferred callbacks: `\"forwarded\"`. An up "
-        "callback is correlated with `p`'s stored context: with no recovery yet (`rec(p) == 0`) it is "
-        "forwarded at once, `\"forwarded\"`; otherwise it is **deferred** until that context's pending count "
-        "reads 0 (see `poll`): `\"deferred\"`. With `config.enabled: false` every status is forwarded at once.",
-        "`\"forwarded\"` or `\"deferred\"`",
-    ),
-    Call(
-        "run", (("q", "task queue"),),
-        "queue `q` is not empty, no worker runs `q`, and fewer than `config.workers` queues are running",
-        "A worker takes the head event `e` of `q` and calls the customer's listener with it; the listener "
-        "does not return until `done(q)`: `[\"listener\", e]`. If the feed thread was waiting for room on "
-        "`q`, the room this makes lets it finish: its event is appended to `q` (and counted, if it was not "
-        "yet): `[\"listener\", e, [\"queued\", q]]`.",
-        "`[\"listener\", e]` or `[\"listener\", e, [\"queued\", q]]`",
-    ),
-    Call(
-        "done", (("q", "task queue"),),
-        "a worker runs `q` (a `run(q)` has not been answered by a `done(q)` yet)",
-        "The customer's listener returns (or throws: the same to the port) and the task completes: the "
-        "pending count of the event's context goes down by one; `q` is free for the next `run(q)`.",
-        "`\"completed\"`",
-    ),
-    Call(
-        "poll", (("p", "producer"), ("k", "index into `config.callbacks`")),
-        "callback `k` of `p` is `deferred` (not delivered, not cancelled)",
-        "One run of the deferred task: it reads the pending count of the context the callback was correlated "
-        "with when it arrived (not `p`'s current one). If it reads 0, the callback is delivered to the "
-        "customer and the task ends: `\"delivered\"`. Otherwise nothing changes and the observation is the "
-        "count read (a positive integer); an event the waiting feed thread already counted (`counted` 1) "
-        "is included.",
-        "`\"delivered\"` or the pending count read (an integer > 0)",
-    ),
-)
-
-_RD = Declared(
-    intro=(
-        "The checker drives a recovery-deferral port one step at a time: the SDK's calls (`recover`, "
-        "`status`), the arrival of the next event on the feed thread (`feed`), each worker's turn (`run`: "
-        "the customer's listener is entered; `done`: it returns) and each poll of a deferred ProducerUp "
-        "(`poll`). Each call must run to a quiet point before it is answered: a worker left inside the "
-        "customer's listener until its `done`, the feed thread either back or waiting for room. The port "
-        "owns every thread, so an interleaving is the checker's choice (the reference driver: "
-        "conformance/recovery_deferral/driver.py; the call-level view: conformance/recovery_deferral/calls.py)."
-    ),
-    state=_RD_STATE,
-    calls=_RD_CALLS,
-    observation=(
-        "Each call observes one JSON value, as in the call tables: a string (`\"forwarded\"`, "
-        "`\"deferred\"`, `\"completed\"`, `\"delivered\"`), an integer (a `poll` that read a pending count), "
-        "or an array whose first element names what happened (`queued`, `blocked`, `feed-thread`, "
-        "`listener`). Event indexes are positions in `config.events`; queue and producer ids count from 0. "
-        "Nothing is sorted: every array is positional."
-    ),
-    snapshot=(
-        "`snapshot` answers an object with these fields: `queues`, per queue the event indexes waiting, "
-        "head first; `running`, per queue the event its worker runs, or `null`; `pending`, an object from "
-        "context name (`\"NONE\"`, `\"p0/r1\"`, ...) to its pending count, for every context whose count is "
-        "not 0 (an event counted by a waiting feed thread included); `feed_blocked`, the queue the feed "
-        "thread waits for room on, or `null`; and, unless `config.enabled` is false, `recovery`, per "
-        "producer its stored request id (0: none), and `deferred`, per producer the names of its callbacks "
-        "deferred now, sorted. Objects compare by their keys whatever their order; arrays in order."
-    ),
-    result_label="observation",
-    notes=(
-        "A call the model has disabled must be answered with error 13 (`not-enabled`, definite) and change "
-        "nothing. The environment's preconditions (a producer's next event, the number of recoveries, each "
-        "status callback once per epoch, an up only after its recovery's events) are the port's to check, as "
-        "are its own (a worker can take the queue, a worker is in the listener, a callback is deferred).",
-        "The port's own choices (the queue of an error about no event, whether it counts a blocked event "
-        "before waiting) may use `seed`; the model allows every choice, and the snapshot tells the checker "
-        "which was made.",
-        "A customer listener that the port's implementation calls at any other moment than the calls above "
-        "say (a second call, a call on the wrong thread) has no observation the model allows: the run fails "
-        "at that step.",
-        "The conformance configurations use the reference value of every switch; a port may refuse others "
-        "with error 14 (`unsupported-model`) in answer to `init` (the reference refuses the upstream variants).",
-    ),
-)
-
-# ------------------------------------------------------------------------------------------
-# ordered-consumption (model/ordered_consumption/model.py; call-level view
-# conformance/ordered_consumption/calls.py; the reference driver conformance/ordered_consumption/driver.py)
-# ------------------------------------------------------------------------------------------
-_OC_STATE = """\
-A run drives **one role** of seed 001's thin client against a broker the port runs itself: the
-producer, the push consumer in standard or FIFO mode, or the simple consumer (the configuration's
-`producer`, `push_standard`, `push_fifo`, `simple` say which roles a run may drive; the port picks one
-from `seed`, and the snapshot's `role` tells the checker which). Messages `m` (`0..n-1`) are sent
-before the run, in order, to queue `config.msg_queue[m]` with a body of `config.msg_size[m]` bytes (FIFO:
-one message group per queue); process queue `p` is queue `p`. Every message has a delivery count
-`attempt`: 0 before its first delivery, one more at every delivery by the server (a `receive_answer` or
-`simple_receive` answered `ok` that carries it, or `lost`); the listener sees, and the observations and the snapshot's
-`messages[m].attempt` show, the count of the delivery at hand. A producer run sends one message, whose
-type (`normal`, `fifo`, `transactional`), accepting queues and (FIFO) group queue the port picks from
-`seed` among the model's initial states; its route is fetched or already cached.
-
-The port's implementation runs its own threads (receive loops, dispatcher, consumption workers, the
-producer's send); a request to the server, a listener call, a retry-policy delay or a back-off **waits
-for the checker**: each call below names the server's answer (or the listener's result, or the event),
-the port makes its implementation get exactly that, and answers once every thread waits again. The
-server's invisible time never runs out by itself (`expire` makes it), and the server's answer to a
-request the checker did not answer yet is never given.
-"""
-
-_OC_CALLS = (
-    Call("route_answer", (("answer", "`ok` or `failed`"),), "the producer waits for its route query",
-         "The server answers the route query (`failed`: any error); the producer then picks its queue and "
-         "checks the type (a mismatch fails the send at once) and sends, or fails.", "the answer"),
-    Call("send_answer", (("queue", "the queue of the pending send"), ("answer", "`ok`, `error` or `throttled`"),
-                         ("backoff", "ticks the server asks to wait (throttled), else 0")),
-         "the producer waits for the answer to a send request to `queue`",
-         "The server answers the send: `ok` ends the send; `error` (a retriable failure) makes the producer "
-         "retry at once on the next candidate (a FIFO message on its group's queue; a transactional message "
-         "never), `throttled` after `backoff` ticks; or fail once its attempts are used up.",
-         "`\"ok\"`, `\"error\"` or `[\"throttled\", backoff]`"),
-    Call("tick", (), "the producer waits out a back-off", "One tick of the producer's clock; once the back-off "
-         "is over the producer picks its next queue and sends (or fails).", "the ticks waited so far"),
-    Call("receive_answer", (("p", "process queue"), ("answer", "`ok`, `lost`, `error` or `throttled`")),
-         "`p` is assigned, has messages, and its receive loop has a request pending (its cache is below both "
-         "thresholds); `lost` only when the server has a message of `p` to deliver",
-         "The server answers `p`'s receive: `ok` with what is deliverable (at most the batch asked for; FIFO "
-         "with the server gate: one message of a queue at a time, only once the previous one is settled), "
-         "cached and signalled to the dispatcher; `lost`: one message delivered (attempt + 1) and the answer "
-         "lost; `error` / `throttled`: nothing. The loop then waits for room or issues its next request.",
-         "`[[m, attempt], ...]`, `[\"lost\", [[m, attempt]]]`, `\"error\"` or `\"throttled\"`"),
-    Call("dispatch", (("p", "process queue"),), "the dispatcher was signalled for `p`",
-         "Standard: every cached message of `p` is taken, in queue order, each by a worker that calls the "
-         "listener. FIFO: the dispatcher locks `p` and takes the earliest cached message (none: unlocks), or "
-         "finds the lock held.", "the messages taken, in order, or `\"lock-busy\"`"),
-    Call("listener_returns", (("m", "message"), ("result", "`ok` or `fail`")), "the listener is consuming `m`",
-         "The listener returns. Standard: the message is erased from the cache, then acked (ok) or its "
-         "invisible duration changed (fail). FIFO: ack (ok); on failure below the maximum attempt, the retry "
-         "policy's delay, then the listener again with attempt + 1; at the maximum, forward to the DLQ.",
-         "`[result, attempt]`: the attempt the listener saw"),
-    Call("next_attempt_delay", (("m", "message"),), "FIFO: `m` waits for the retry policy's delay",
-         "The delay is over: the listener is called again.", "`\"elapsed\"`"),
-    Call("ack_answer", (("m", "message"), ("answer", "see the notes")), "`m`'s ack request is pending",
-         "The server answers the ack (see the notes for what each answer does).", "the answer the request got"),
-    Call("change_invisible_answer", (("m", "message"), ("answer", "see the notes")),
-         "standard: `m`'s change-invisible-duration request is pending",
-         "The server answers; the client lets go of the message either way (one call, seed 普通 step 4).",
-         "the answer the request got"),
-    Call("forward_to_dlq_answer", (("m", "message"), ("answer", "see the notes")),
-         "FIFO: `m`'s forward-to-DLQ request is pending",
-         "The server answers the forward (repeated after a retriable answer, like the ack).",
-         "the answer the request got"),
-    Call("expire", (("m", "message"),), "`m` is invisible (and, unless `config.expiry_while_held`, the client "
-         "holds no copy of it)", "The server's invisible time of `m`'s delivery runs out: it is deliverable "
-         "again, or dead-lettered by the server once its deliveries reached `config.max_attempts`.",
-         "`\"visible\"` or `\"dead-lettered\"`"),
-    Call("drop_process_queue", (("p", "process queue"),), "`config.rebalance`, `p` has messages and is assigned",
-         "A rebalance takes queue `p` away: its cached messages are discarded, a consumption under way "
-         "finishes on the dropped process queue.", "`\"dropped\"`"),
-    Call("create_process_queue", (("p", "process queue"),), "`config.rebalance`, `p` has messages and is not "
-         "assigned", "The queue is given back: a new process queue and receive loop.", "`\"created\"`"),
-    Call("simple_receive", (("answer", "`ok`, `lost`, `error` or `throttled`"),), "a simple-consumer run",
-         "The application calls receive (at most one message) on the next queue, round-robin; one request.",
-         "`[\"ok\", [m, attempt]]`, `[\"ok\", []]`, `[\"lost\", [m, attempt]]`, `\"error\"` or `\"throttled\"`"),
-    Call("simple_ack", (("m", "message"), ("answer", "see the notes")), "the application holds a copy of `m`",
-         "The application acks `m`: one request, never retried.", "`[\"ok\", \"acked\"]`, `[\"lost\", \"acked\"]` "
-         "or the answer's name"),
-    Call("simple_change_invisible", (("m", "message"), ("answer", "see the notes")),
-         "the application holds a copy of `m`", "The application changes `m`'s invisible duration: one request; "
-         "on `ok` it lets go of its copy.", "`[\"ok\", \"changed\"]`, `[\"lost\", \"changed\"]` or the answer's name"),
-    Call("abandon", (("m", "message"),), "the application holds a copy of `m`",
-         "The application lets go of its copy (the message comes back when its invisible time runs out).",
-         "`\"abandoned\"`"),
-)
-
-_OC = Declared(
-    intro=(
-        "The checker drives an ordered-consumption port one call at a time: each call is one step of the "
-        "environment -- the server's answer to a pending request, the listener's result, an event of the "
-        "clock, the server or a rebalance, or an application call of the simple consumer -- followed by "
-        "every step of the client it sets in motion, until every thread of the port waits again. The "
-        "model's finer steps (`pick`, `take`, `unlock`, a receive that finds the cache full, a FIFO "
-        "redelivery settled with a remembered outcome) are never sent: the checker composes them "
-        "(conformance/ordered_consumption/calls.py; the reference driver: "
-        "conformance/ordered_consumption/driver.py)."
-    ),
-    state=_OC_STATE,
-    calls=_OC_CALLS,
-    observation="The whole observation is the model's observation of the call's own step (table above).",
-    snapshot=(
-        "An object. Producer: `role`, `phase` (`fetch-route`, `send`, `throttled-wait`, `done`), `type`, "
-        "`accepting_queues`, `group_queue` (FIFO), `requests` (send requests made), `result` (`sent`, "
-        "`failed` or null), `queue` (phase send: the queue of the pending request), `backoff` and `waited` "
-        "(phase throttled-wait). Push consumer: `role`; `messages`, per message `server` (`ready`, "
-        "`invisible`, `acked`, `dlq-by-server`, `dlq-by-client`), `attempt` (the server's delivery count), "
-        "`client` (`-`, `cached`, `consuming`, `retry-delay`, `acking`, `changing-invisible`, "
-        "`dead-lettering`), `pending` (a newer delivery is cached behind the copy in consumption); "
-        "`process_queues`, per queue `assigned`, `notified`, `locked`, `waiting` (the receive loop waits "
-        "for room) and `cache` (`[messages, bytes]` counted). Simple consumer: `role`, `messages` (`server`, "
-        "`attempt`, `held`: null, `valid` or `stale`), `next_queue`."
-    ),
-    result_label="observation",
-    notes=(
-        "Settle answers: `ok` (applied); `lost` (applied, the answer lost: a repeated request then meets an "
-        "invalid handle); `error` (retriable, not applied: timeout, unavailable, internal error; also "
-        "throttling unless `config.answer_codes`); `throttled`; `invalid-handle` / `not-found` (the handle "
-        "is no longer the server's current one: given only when it is not); `bad-request` (not applied, "
-        "non-retriable). FIFO repeats an ack or DLQ forward after a retriable answer and gives up after a "
-        "non-retriable one, remembering the outcome for the redelivery.",
-        "A call the model has disabled, or whose environment precondition does not hold in the port's "
-        "state, must be answered with error 13 (`not-enabled`, definite) and change nothing.",
-        "The conformance configurations use the reference value of every switch; a port may refuse others "
-        "with error 14 (`unsupported-model`) in answer to `init` (the reference refuses the model's fault "
-        "switches).",
-    ),
-)
-
-#: model name -> its declared port reference; a model of ``views.VIEWS`` missing here gets the
-#: computed sections only (or the view class may carry its own ``PORT_REFERENCE``)
-DECLARED: dict[str, Declared] = {"consumer-lists": _CL, "recovery-deferral": _RD, "ordered-consumption": _OC}
+DECLARED: dict[str, Declared] = _Declarations()
 
 
 # ------------------------------------------------------------------------------------------
@@ -626,35 +98,18 @@ DECLARED: dict[str, Declared] = {"consumer-lists": _CL, "recovery-deferral": _RD
 # ------------------------------------------------------------------------------------------
 def conformance_configs(model_name: str) -> list[tuple[str, dict[str, Any]]]:
     """The configurations the conformance suite drives for ``model_name``, each with the
-    overrides it uses: ``build_corpus.PASS_CONFIGS`` or ``mutants.TRACE_CONFIGS`` of the model's
-    conformance package, followed by that module's ``ACTOR_CONFIGS`` if it has them
-    (with ``mutants.ENV_BUDGET`` when the config has a budget), else every
-    named configuration.  An entry is a configuration name or a ``(name, overrides)`` pair."""
-    pkg = f"conq.conformance.{model_name.replace('-', '_')}"
-    names: Iterable[str] | None = None
-    overrides: dict[str, Any] = {}
-    for mod, attr in (("build_corpus", "PASS_CONFIGS"), ("mutants", "TRACE_CONFIGS")):
-        try:
-            m = importlib.import_module(f"{pkg}.{mod}")
-        except ImportError:
-            continue
-        if names is None and hasattr(m, attr):
-            # ... and the configurations of the other actors, when the package lists them apart
-            names = tuple(getattr(m, attr)) + tuple(getattr(m, "ACTOR_CONFIGS", ()))
-    try:
-        mutants = importlib.import_module(f"{pkg}.mutants")
-        if hasattr(mutants, "ENV_BUDGET"):
-            overrides["env_budget"] = mutants.ENV_BUDGET
-    except ImportError:
-        pass
-    base = load_model(model_name)
-    if names is None:
-        names = tuple(type(base).configs())
-    fields = {f.name for f in dataclasses.fields(type(base).Config)}
+    overrides it uses: its system's ``conformance_configs`` (names or ``(name, overrides)``
+    pairs, or a function returning them), else every named configuration of the model."""
+    system = systems.find(model_name)
+    entries = system.load("conformance_configs") if system is not None else None
+    if callable(entries):
+        entries = entries()
+    if entries is None:
+        entries = tuple(type(load_model(model_name)).configs())
     out = []
-    for entry in names:
+    for entry in entries:
         name, own = (entry, {}) if isinstance(entry, str) else (entry[0], dict(entry[1] or {}))
-        out.append((name, {**{k: v for k, v in overrides.items() if k in fields}, **own}))
+        out.append((name, own))
     return out
 
 
@@ -844,11 +299,11 @@ def _difference(ref: Model, alt: Model, cap: int, ref_memo: dict | None = None) 
 # the document
 # ------------------------------------------------------------------------------------------
 def models() -> list[str]:
-    """Models with a call-level view that loads (``views.VIEWS``), in name order."""
-    from .views import VIEWS, conformance_model
+    """The systems with a call-level view that loads (conformance/systems.py), in name order."""
+    from .views import conformance_model
 
     out = []
-    for name in sorted(VIEWS):
+    for name in sorted(systems.names("call_view")):
         try:
             conformance_model(name)
         except Exception:  # a view under construction: no document until it loads
@@ -885,8 +340,8 @@ def render_markdown(model_name: str) -> str:
         "",
     ]
     if declared is None:
-        out += ["> No call descriptions are declared for this model yet (conformance/port_reference.py "
-                "`DECLARED`): the sections below are computed from its call-level view only.", ""]
+        out += ["> No call descriptions are declared for this model yet (its system declares no "
+                "`port_reference`): the sections below are computed from its call-level view only.", ""]
     else:
         out += [declared.intro, ""]
     out += ["## Configurations the conformance suite drives", "",
@@ -1051,10 +506,9 @@ def render_markdown(model_name: str) -> str:
             "observations, which the model rejects); their actions are replayed against the port too, "
             "and the port must conform on them: it must not reproduce the bug. A port that does counts "
             "as a failure of that trace, with the step the bug shows at.", ""]
-    if model_name == "consumer-lists":  # the second protocol level (issue 17)
-        from conq.conformance.consumer_lists.thread_steps import reference_section
-
-        out += reference_section()
+    thread_level = systems.get(model_name).load("thread_level") if systems.find(model_name) else None
+    if thread_level is not None:  # the second protocol level (issue 17)
+        out += thread_level.reference_section()
     if declared is not None and declared.notes:
         out += ["## Notes", ""] + [f"- {n}" for n in declared.notes] + [""]
     out += ["## See also", "", "- [../port-protocol.md](../port-protocol.md): transport, messages, error codes",
@@ -1083,7 +537,7 @@ def write_all(root: Path) -> list[Path]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from conq.catalog import repo_root
+    from conq.spec.catalog import repo_root
 
     ap = argparse.ArgumentParser(prog="python -m conq.conformance.port_reference", description=__doc__.splitlines()[0])
     ap.add_argument("--write", action="store_true", help="regenerate spec/ports/*.md")
@@ -1100,7 +554,7 @@ def main(argv: list[str] | None = None) -> int:
         for p in stale:
             print(f"stale: {p} (python -m conq.conformance.port_reference --write)")
         return 1 if stale else 0
-    sys.stdout.write(render_markdown(args.model or "consumer-lists"))
+    sys.stdout.write(render_markdown(args.model or models()[0]))
     return 0
 
 

@@ -302,11 +302,10 @@ def render_markdown() -> str:
 def conformance_schema() -> dict[str, Any]:
     """spec/schemas/conformance.schema.json: the shape of ``conq conformance --json``."""
     import json
-    from pathlib import Path
 
-    from conq import spec
+    from conq.spec import data
 
-    return json.loads((Path(spec.__file__).parent / "schemas" / "conformance.schema.json").read_text())
+    return json.loads(data("schemas", "conformance.schema.json").read_text(encoding="utf-8"))
 
 
 def _schema_type(node: dict[str, Any], defs: dict[str, Any]) -> str:

@@ -64,6 +64,7 @@ import sys
 import tempfile
 import time
 import zipfile
+from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator
@@ -104,20 +105,27 @@ class ReplayParams:
     level: str = "call"
 
 
+def _thread_level(params: ReplayParams):
+    """The thread level of ``params.model``'s system (conformance/systems.py), or ReplayError."""
+    from . import systems
+
+    with_threads = systems.names("thread_level")
+    if params.model not in with_threads:
+        raise ReplayError(f"--level thread: only {', '.join(with_threads)} has a thread-step level, not {params.model!r}")
+    return systems.get(params.model).load("thread_level")
+
+
 def target_model(params: ReplayParams):
     """The model the replay checks against: the call-level view of ``params.model`` (views.py), or
-    at ``level="thread"`` the thread-step view (``thread_steps.thread_model``).  ReplayError for an
-    unknown level or a configuration the level does not offer."""
+    at ``level="thread"`` its system's thread-step view (``thread_level.thread_model``).  ReplayError
+    for an unknown level or a configuration the level does not offer."""
     from .views import conformance_model
 
     if params.level == "call":
         return conformance_model(params.model, params.config_name, params.overrides)
     if params.level != "thread":
         raise ReplayError(f"--level must be call or thread, got {params.level!r}")
-    if params.model != "consumer-lists":
-        raise ReplayError(f"--level thread: only consumer-lists has a thread-step level, not {params.model!r}")
-    from .consumer_lists.thread_steps import thread_model
-
+    level = _thread_level(params)
     try:
         # ``--set`` values from the command line are strings: the call level parses them through
         # the model's configuration; here the same parsing through a call-level load first
@@ -125,22 +133,20 @@ def target_model(params: ReplayParams):
         if overrides:
             from conq.model.kernel import config_dict
 
-            parsed = config_dict(conformance_model("consumer-lists", "small", overrides).config)
+            parsed = config_dict(conformance_model(params.model, None, overrides).config)
             overrides = {k: parsed[k] for k in overrides}
-        return thread_model(params.config_name or "one-acquirer", overrides)
+        return level.thread_model(params.config_name or next(iter(level.THREAD_CONFIGS)), overrides)
     except ValueError as e:
         raise ReplayError(f"--level thread: {e}") from None
 
 
 def target_impl(params: ReplayParams, model, timeout: float | None = None):
-    """The implementation under test at ``params.level`` (``thread_steps.thread_impl`` at thread level)."""
+    """The implementation under test at ``params.level`` (the thread level's ``thread_impl``)."""
     from .suite import make_impl
 
     t = params.timeout if timeout is None else timeout
     if params.level == "thread":
-        from .consumer_lists.thread_steps import thread_impl
-
-        return thread_impl(params.impl, timeout=t)
+        return _thread_level(params).thread_impl(params.impl, timeout=t)
     return make_impl(params.impl, model.name, timeout=t, max_line_bytes=params.max_line_bytes)
 
 
@@ -327,6 +333,27 @@ def replay_one(params: ReplayParams, index: int) -> tuple:
     raise AssertionError("unreachable: the block always yields its traces")
 
 
+def incidence_in_process(params, traces: int | None = None) -> tuple[dict[str, dict[int, int]], int, list[tuple[int, int]]]:
+    """The replay's coverage without Spark (one process, the same per-block work as an executor):
+    incidence frequency counts per kind (``state``, ``transition``), the number of sampling units,
+    and the growth points of distinct states.  ``traces`` replays only the first ones."""
+    from dataclasses import replace
+
+    from .coverage_estimate import growth_at_powers_of_two, units_in
+
+    p = replace(params, traces=traces if traces is not None else params.traces)
+    blocks = range((p.traces + BLOCK - 1) // BLOCK)
+    incid: dict[str, Counter] = {"state": Counter(), "transition": Counter()}
+    first_state: Counter = Counter()
+    for row in _replay(p, blocks, per_block=False):
+        if row[0] == "cover" and row[1] in incid:
+            incid[row[1]][row[4]] += 1
+            if row[1] == "state":
+                first_state[row[3]] += 1
+    freqs = {k: dict(sorted(v.items())) for k, v in incid.items()}
+    return freqs, units_in(p.mode, p.traces, BLOCK), growth_at_powers_of_two(first_state.items(), p.traces)
+
+
 def _prefix_then_walk(checker, model, prefix, seed, length):
     """An exhaustive prefix followed by a seeded online walk to ``length`` steps."""
     import random
@@ -345,7 +372,7 @@ def _prefix_then_walk(checker, model, prefix, seed, length):
 
 def _property_requirements(model: str) -> dict[str, list[str]]:
     """property name -> requirement ids whose checks name it (from the catalog)."""
-    from conq import catalog
+    from conq.spec import catalog
 
     out: dict[str, list[str]] = {}
     try:
@@ -813,7 +840,7 @@ def run_replay(
 
     ``truth=False`` (``--no-graph``) does not explore the exhaustive graph: coverage is then told
     by the fingerprints alone, with the Chao2 estimate of the unseen states.  A target listed in
-    :data:`BEYOND_EXPLORER` skips the graph by itself; any other stops exploring at
+    :func:`beyond_explorer` skips the graph by itself; any other stops exploring at
     ``graph_max_states`` states (a count, never the clock) and reports no truth.
 
     ``legacy=True`` runs the job as before issue 20 (the summary told by eleven Spark queries over
@@ -846,32 +873,35 @@ def run_replay(
                            keep_session)
 
 
-#: Replay targets whose call-level graph is beyond what the replay explores for its coverage truth
-#: (more than the graph budget of 200,000 call-level states; measured on the project's 2-core
-#: machine, figures and commands in spec/replay-coverage.md): (model, configuration, overrides as
-#: JSON) -> why.  ``conq replay`` skips the graph for these by itself (as ``--no-graph``) and
-#: estimates the unseen states instead; any other target is explored up to the budget.
-BEYOND_EXPLORER: dict[tuple[str, str | None, str], str] = {
-    ("consumer-lists", "reference", '{"consumers": [[2, true], [1, true], [1, false], [1, true]], "env_budget": -1}'):
-        "a fourth consumer and an unbounded environment: the explorer stopped at its 200,000-state bound "
-        "(221 s, 703 MB) with the frontier still open",
-    ("recovery-deferral", "reference", '{"queue_size": 2, "recoveries": 6}'):
-        "six recoveries per producer and queues of two: the explorer stopped at its 200,000-state bound "
-        "(261 s, 793 MB) with the frontier still open",
-    ("ordered-consumption", "push-fifo", '{"msg_queue": [0, 1, 0], "msg_size": [1, 1, 1]}'):
-        "a FIFO push consumer with three messages over two queues: the explorer stopped at its 200,000-state "
-        "bound (19 s, 367 MB) with the frontier still open (two messages over two queues complete at 99,172)",
-}
+def beyond_explorer() -> dict[tuple[str, str | None, str], str]:
+    """Replay targets whose call-level graph is beyond what the replay explores for its coverage
+    truth (more than the graph budget of 200,000 call-level states; measured on the project's
+    2-core machine, figures and commands in spec/replay-coverage.md), as every system declares them
+    (``System.beyond_explorer``): (model, configuration, overrides as JSON) -> why.  ``conq replay``
+    skips the graph for these by itself (as ``--no-graph``) and estimates the unseen states
+    instead; any other target is explored up to the budget."""
+    from . import systems
+
+    return {(s.name, config, overrides): why for s in systems.systems("beyond_explorer")
+            for (config, overrides), why in s.beyond_explorer.items()}
 
 
-#: The same at thread level (``--level thread``; thread_steps.THREAD_CONFIGS name, overrides as JSON):
-#: the thread-step view's graph beyond the 200,000-state budget (spec/replay-coverage.md).
-THREAD_BEYOND_EXPLORER: dict[tuple[str, str], str] = {
-    ("credit-same-priority", '{"messages": 3, "consumers": [[1, true], [1, true], [1, true]]}'):
-        "three acquirers of one priority, three messages, credit that runs out and one grant, at thread level: "
-        "the explorer stopped at its 200,000-state bound (8 s, 391 MB) with the frontier still open "
-        "(two acquirers and three messages complete at 19,322)",
-}
+def thread_beyond_explorer() -> dict[tuple[str, str, str], str]:
+    """The same at thread level (``--level thread``): (model, thread-level configuration, overrides
+    as JSON) -> why (``System.thread_beyond_explorer``; spec/replay-coverage.md)."""
+    from . import systems
+
+    return {(s.name, config, overrides): why for s in systems.systems("thread_beyond_explorer")
+            for (config, overrides), why in s.thread_beyond_explorer.items()}
+
+
+def __getattr__(name: str):
+    # the tables by their former names (callers iterate them)
+    if name == "BEYOND_EXPLORER":
+        return beyond_explorer()
+    if name == "THREAD_BEYOND_EXPLORER":
+        return {(config, overrides): why for (_m, config, overrides), why in thread_beyond_explorer().items()}
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def graph_out_of_reach(params: ReplayParams) -> str | None:
@@ -884,13 +914,15 @@ def graph_out_of_reach(params: ReplayParams) -> str | None:
 
     if params.level == "thread":
         mine = config_dict(target_model(params).config)
-        for (config, overrides), why in THREAD_BEYOND_EXPLORER.items():
-            if config_dict(target_model(ReplayParams(model="consumer-lists", config_name=config, level="thread",
+        for (model, config, overrides), why in thread_beyond_explorer().items():
+            if model != params.model:
+                continue
+            if config_dict(target_model(ReplayParams(model=model, config_name=config, level="thread",
                                                      overrides=json.loads(overrides))).config) == mine:
                 return why
         return None
     mine = None
-    for (model, config, overrides), why in BEYOND_EXPLORER.items():
+    for (model, config, overrides), why in beyond_explorer().items():
         if model != params.model:
             continue
         if mine is None:
@@ -1163,11 +1195,11 @@ def _entries(directory: Path) -> set[str]:
 
 
 def _write_marker(directory: Path, complete: bool) -> None:
-    from conq import __version__
+    from conq.spec import version
 
     entries = sorted(_entries(directory) - {MARKER})
     (directory / MARKER).write_text(json.dumps(
-        {"written_by": "conq replay", "version": __version__, "complete": complete, "entries": entries}, indent=1
+        {"written_by": "conq replay", "version": version(), "complete": complete, "entries": entries}, indent=1
     ))
 
 

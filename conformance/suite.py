@@ -31,13 +31,13 @@ def make_impl(spec: str, model: str, *, timeout: float = 10.0, max_line_bytes: i
     or :data:`adapters.DEFAULT_MAX_LINE_BYTES`)."""
     if spec.startswith("mutant:"):
         from .adapters import InProcess
-        from .mutation import CATALOGUES, load_catalogue_module
+        from .mutation import catalogue_names, mutant_driver
 
-        # the mutant catalogue of this model's system (conformance/<system>/mutants.py)
-        if model not in CATALOGUES:
-            raise SuiteError(f"--impl {spec}: no mutant catalogue for model {model!r} (known: {', '.join(CATALOGUES)})")
+        # the mutant catalogue of this model's system (conformance/systems.py)
+        if model not in catalogue_names():
+            raise SuiteError(f"--impl {spec}: no mutant catalogue for model {model!r} (known: {', '.join(catalogue_names())})")
         try:
-            return InProcess(load_catalogue_module(model).mutant_driver(spec[len("mutant:"):]), name=spec)
+            return InProcess(mutant_driver(model, spec[len("mutant:"):]), name=spec)
         except ValueError as e:
             raise SuiteError(f"--impl {spec}: {e}") from None
     if spec.startswith("driver:"):

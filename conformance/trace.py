@@ -219,9 +219,9 @@ def _json_pieces(v: Any, budget: int, depth: int):
 
 @lru_cache(maxsize=1)
 def schema() -> dict[str, Any]:
-    from conq import spec
+    from conq.spec import data
 
-    return json.loads((Path(spec.__file__).parent / "schemas" / "trace.schema.json").read_text())
+    return json.loads(data("schemas", "trace.schema.json").read_text(encoding="utf-8"))
 
 
 @lru_cache(maxsize=1)

@@ -267,17 +267,17 @@ def model_for(trace: Trace, model_name: str | None = None, config_name: str | No
     """The model (thread level or its call-level view) a log is validated against: the named
     configuration (``config_name``, else the header's, else the model's default) with the
     header's ``config`` fields over it."""
-    from .views import VIEWS, call_view
+    from .views import call_view, has_call_view
 
     name = model_name or trace.model
     if level is None:
-        level = trace.level or ("call" if trace.kind == "recorded" and name in VIEWS else "thread")
+        level = trace.level or ("call" if trace.kind == "recorded" and has_call_view(name) else "thread")
     if level not in LEVELS:
         raise TraceError(f"--level must be thread or call, got {level!r}")
     model = load_model(name, config_name or trace.config_name, trace.config if trace.config_given else None)
     if level == "call":
-        if name not in VIEWS:
-            raise TraceError(f"model '{name}' has no call-level view (conformance/views.py): use --level thread")
+        if not has_call_view(name):
+            raise TraceError(f"model '{name}' has no call-level view (its system declares none): use --level thread")
         model = call_view(model)
     return model, level
 

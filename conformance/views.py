@@ -14,24 +14,23 @@ from typing import Any, Mapping
 from conq.model.kernel import Model
 from conq.model.engines.registry import load_model
 
-
-def _consumer_lists(model: Model) -> Model:
-    from .consumer_lists.calls import ConsumerListsCalls
-
-    return ConsumerListsCalls(model)
-
-
-#: model name -> wrapper giving its call-level view
-VIEWS = {"consumer-lists": _consumer_lists}
-VIEWS["recovery-deferral"] = lambda model: __import__("conq.conformance.recovery_deferral.calls", fromlist=["*"]).RecoveryDeferralCalls(model)
-VIEWS["ordered-consumption"] = lambda model: __import__("conq.conformance.ordered_consumption.calls", fromlist=["*"]).OrderedConsumptionCalls(model)
+from . import systems
 
 
 def call_view(model: Model) -> Model:
-    wrap = VIEWS.get(model.name)
-    return wrap(model) if wrap else model
+    """The call-level view of ``model``: its system's ``call_view`` (conformance/systems.py), or the
+    model itself when its actions are already calls (or no system declares it)."""
+    system = systems.find(model.name)
+    wrap = system.load("call_view") if system is not None else None
+    return wrap(model) if wrap is not None else model
+
+
+def has_call_view(name: str) -> bool:
+    """Whether the system ``name`` declares a call-level view."""
+    return name in systems.names("call_view")
 
 
 def conformance_model(name: str, config_name: str | None = None, overrides: Mapping[str, Any] | None = None) -> Model:
     """The model (call-level view) an implementation of ``name`` is checked against."""
+    systems.discover()  # a system of its own brings its model to the model registry
     return call_view(load_model(name, config_name, overrides))

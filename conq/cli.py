@@ -38,7 +38,7 @@ from rich.table import Table
 from typer.core import TyperGroup
 
 from conq import __version__
-from conq.catalog import CatalogError
+from conq.spec.catalog import CatalogError
 from conq.model.kernel import ModelError, config_dict
 
 EXIT_OK, EXIT_VIOLATION, EXIT_USAGE, EXIT_INTERNAL, EXIT_INCOMPLETE, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
@@ -68,6 +68,13 @@ class _ConqGroup(TyperGroup):
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):  # type: ignore[override]
         argv = list(sys.argv[1:] if args is None else args)
         _State.debug = bool(os.environ.get("CONQ_DEBUG")) or _flag(argv, "--debug")
+        if _SYSTEMS_PROBLEM:  # the registry of systems did not load: bad input, before any work
+            err.print(f"[bold red]error:[/] {escape(_SYSTEMS_PROBLEM[0])}", markup=True, highlight=False)
+            if _json_requested(argv):
+                _write_json({"ok": False, "exit_code": EXIT_USAGE, "error": {"kind": "usage", "message": _SYSTEMS_PROBLEM[0]}})
+            if standalone_mode:
+                sys.exit(EXIT_USAGE)
+            return EXIT_USAGE
         try:
             rv = super().main(args=argv, prog_name=prog_name, complete_var=complete_var, standalone_mode=False, **extra)
             code = rv if isinstance(rv, int) else EXIT_OK
@@ -496,7 +503,7 @@ def requirements(
     """Print requirement coverage per area; exit 1 when a covered area has a gap or a check names nothing."""
 
     def body() -> int:
-        from conq import catalog
+        from conq.spec import catalog
 
         if catalog_dir is not None and not catalog_dir.is_dir():
             raise UsageProblem(f"--catalog {catalog_dir}: not a folder")
@@ -701,16 +708,21 @@ def _conformance_all_configs(model: str, impl: str, set_: Optional[List[str]], t
 def _thread_conformance(model: str, impl: str, config: Optional[str], set_: Optional[List[str]], traces: int,
                         seed: int, length: int, mode: str, corpus: Optional[Path], timeout: float, json_out: bool,
                         snapshots: bool = True) -> int:
-    """``conq conformance --level thread`` (issue 17): conformance/consumer_lists/thread_steps.py.
-    ``--no-snapshots``: the steps' observations only, no snapshot after each step (GAPS.md 9)."""
-    if model != "consumer-lists":
-        raise UsageProblem(f"--level thread: only consumer-lists has a thread level, got {model!r}")
+    """``conq conformance --level thread`` (issue 17): the system's thread level (conformance/systems.py,
+    ``thread_level``).  ``--no-snapshots``: the steps' observations only, no snapshot after each step
+    (GAPS.md 9)."""
+    from conq.conformance import systems
+
+    with_threads = systems.names("thread_level")
+    if model not in with_threads:
+        raise UsageProblem(f"--level thread: only {', '.join(with_threads)} has a thread level, got {model!r}")
     if set_ or corpus is not None:
         raise UsageProblem("--level thread: --set and --corpus are not supported (named thread-level configurations only)")
     if mode not in ("random", "exhaustive"):
         raise UsageProblem(f"--level thread: --mode must be random or exhaustive, got {mode!r}")
-    from conq.conformance.consumer_lists import thread_steps as ts
     from conq.conformance.suite import SuiteError
+
+    ts = systems.get(model).load("thread_level")
 
     names = [config] if config else list(ts.THREAD_CONFIGS)
     for name in names:
@@ -780,7 +792,7 @@ def protocol_doc(
     def body() -> int:
         import dataclasses
 
-        from conq.catalog import repo_root
+        from conq.spec.catalog import repo_root
         from conq.conformance import protocol
 
         if json_out:
@@ -920,7 +932,7 @@ def prove(
     """Prove every `always` property inductive for unbounded sizes (z3); BMC on the upstream variants."""
 
     def body() -> int:
-        from conq import manifest
+        from conq.spec import manifest
         from conq.model.engines import symbolic
         from conq.model.engines.explorer import explore
         from conq.model.engines.registry import load_model, model_names
@@ -999,10 +1011,10 @@ def mutants(
     survivor or a false alarm fails it (exit 1)."""
 
     def body() -> int:
-        from conq.conformance.mutation import CATALOGUES, Budget, capped_cells, catalogue, run_catalog
+        from conq.conformance.mutation import Budget, capped_cells, catalogue, catalogue_names, run_catalog
 
-        if model not in CATALOGUES:
-            raise UsageProblem(f"no mutant catalogue for model {model!r} (known: {', '.join(CATALOGUES)})")
+        if model not in catalogue_names():
+            raise UsageProblem(f"no mutant catalogue for model {model!r} (known: {', '.join(catalogue_names())})")
         cat = catalogue(model)
         MUTANTS, ENGINES = cat.mutants, cat.engines
         for m in only or []:
@@ -1083,157 +1095,24 @@ def run(
     _guard(body, json_out)
 
 
-broker_app = typer.Typer(help="The ordered-consumption broker (issue 14) as a server.", no_args_is_help=True)
-app.add_typer(broker_app, name="broker")
+#: the kit a system's own commands are given (conformance/systems.py, ``System.commands``)
+guard, emit_json, check_output_dir, check_master = _guard, _emit_json, _check_output_dir, _check_master
+#: why the systems could not be loaded (a broken ``CONQ_SYSTEMS`` target): every command then exits 2
+_SYSTEMS_PROBLEM: list[str] = []
 
 
-@broker_app.command("serve")
-def broker_serve(
-    port: int = typer.Option(0, "--port", min=0, max=65535, help="TCP port on the loopback interface (0: an ephemeral one)."),
-    host: str = typer.Option("127.0.0.1", "--host", help="127.0.0.1, ::1 or localhost (loopback only)."),
-    seed: int = typer.Option(0, "--seed", min=0, help="Seed of the fault injection."),
-    faults: str = typer.Option("none", "--faults", help="none | default | RPC:KIND=P[,KIND=P...][;RPC:...] (RPC * for all)."),
-    topic: Optional[List[str]] = typer.Option(None, "--topic", help="Create a topic: NAME[:QUEUES[:normal|fifo|delay|transaction]]."),
-    group: Optional[List[str]] = typer.Option(None, "--group", help="Create a consumer group: NAME[:fifo|standard[:MAX_ATTEMPTS]]."),
-    json_out: bool = JsonOpt,
-) -> None:
-    """Serve the broker (newline-delimited JSON over TCP) until Ctrl-C or SIGTERM; print the bound address."""
+def _add_system_commands() -> None:
+    """Each registered system's own commands (``conq broker``, ``conq upstream``: ordered consumption's)."""
+    from conq.conformance import systems
 
-    def body() -> int:
-        import signal
-        import threading
-
-        from conq.impl.ordered_consumption.broker import Broker
-        from conq.impl.ordered_consumption.server import LOOPBACK, BrokerServer, parse_faults, parse_group, parse_topic
-
-        if host not in LOOPBACK:
-            raise UsageProblem(f"--host {host!r}: the broker listens on the loopback interface only ({', '.join(LOOPBACK)})")
-        try:
-            plan = parse_faults(faults, seed)
-        except ValueError as e:
-            raise UsageProblem(f"--faults {faults!r}: {e}") from None
-        specs = []
-        for option, items, parse in (("--topic", topic, parse_topic), ("--group", group, parse_group)):
-            for item in items or []:
-                try:
-                    specs.append((option, parse(item)))
-                except ValueError as e:
-                    raise UsageProblem(f"{option} {e}") from None
-        broker = Broker().start()
-        for option, spec in specs:
-            try:
-                if option == "--topic":
-                    broker.create_topic(spec[0], spec[1], message_type=spec[2])
-                else:
-                    broker.create_consumer_group(spec[0], fifo=spec[1], max_attempts=spec[2])
-            except ValueError as e:
-                raise UsageProblem(f"{option} {spec[0]}: {e}") from None
-        try:
-            server = BrokerServer(broker, host=host, port=port, faults=plan).start()
-        except OSError as e:
-            raise UsageProblem(f"--port {port}: cannot listen on {host}: {e.strerror or e}") from None
-
-        class _Terminated(Exception):
-            pass
-
-        def on_term(*_: Any) -> None:
-            raise _Terminated
-
-        previous = signal.signal(signal.SIGTERM, on_term)
-        try:
-            sys.stdout.write(f"listening on {server.url}\n")  # under --json this goes to stderr
-            sys.stdout.flush()
-            try:
-                threading.Event().wait()
-            except (KeyboardInterrupt, _Terminated):
-                pass
-        finally:
-            signal.signal(signal.SIGTERM, previous)
-            server.stop()
-            broker.stop()
-        total = sum(server.requests.values())
-        err.print(f"stopped: {total} requests over {server.connections} connections")
-        _emit_json({"ok": True, "exit_code": EXIT_OK, "address": server.url, "requests": dict(server.requests),
-                    "connections": server.connections})
-        return EXIT_OK
-
-    _guard(body, json_out)
+    try:
+        for system in systems.systems("commands"):
+            system.load("commands")(app, sys.modules[__name__])
+    except (ModelError, ValueError) as e:
+        _SYSTEMS_PROBLEM.append(f"{systems.ENV}: {e}")
 
 
-upstream_app = typer.Typer(help="Real, unmodified upstream clients against conq's broker (issue 19).",
-                           no_args_is_help=True)
-app.add_typer(upstream_app, name="upstream")
-
-
-@upstream_app.command("rocketmq-python")
-def upstream_rocketmq_python(
-    seeds: int = typer.Option(3, "--seeds", min=1, help="How many seeds (one run each)."),
-    first_seed: int = typer.Option(0, "--first-seed", min=0, help="The first seed; seeds are consecutive."),
-    workload: str = typer.Option("faults", "--workload", help="all | standard | fifo | faults (all under seeded faults) | model-push-fifo[-dlq|-faults|...], model-simple[-faults] (model-sized), a comma-separated list, or all-model (every model-sized one); every trace is validated with conq validate as far as the model holds it (whole, or per unit), coverage per configuration."),
-    out_dir: Optional[Path] = typer.Option(None, "--out", help="Traces and the report go here (default reports/upstream-rocketmq-python, with --spark reports/upstream-rocketmq-python-spark)."),
-    max_seconds: float = typer.Option(120.0, "--max-seconds", min=1.0, help="Safety cap per run (a run that hits it is incomplete, exit 4)."),
-    spark: bool = typer.Option(False, "--spark", help="One Spark task per seed; Parquet tables runs/, divergences/, coverage/ beside the report."),
-    master: Optional[str] = typer.Option(None, "--master", help="Spark master URL (with --spark; default local[*])."),
-    partitions: Optional[int] = typer.Option(None, "--partitions", min=1, help="Spark tasks (with --spark; default: one per seed)."),
-    json_out: bool = JsonOpt,
-) -> None:
-    """The RocketMQ Python thin client (pinned in pyproject) against the broker's gRPC face: seeded
-    workloads, one trace per seed, the checks of the ordered-consumption claims; exit 1 on a divergence."""
-
-    def body() -> int:
-        from conq.conformance.ordered_consumption.upstream.campaign import run_campaign
-        from conq.conformance.ordered_consumption.upstream.runner import CLIENT, CLIENT_VERSION
-        from conq.conformance.ordered_consumption.upstream.workloads import workload_list
-
-        try:
-            ws = workload_list(workload)
-        except ValueError as e:
-            raise UsageProblem(f"--workload: {e}") from None
-        if spark and len(ws) > 1:
-            raise UsageProblem("--workload: --spark runs one workload (got a list)")
-        if not spark and (master is not None or partitions is not None):
-            # a Spark option without --spark would be ignored silently: refuse it (bad usage, exit 2)
-            raise UsageProblem(f"{'--master' if master is not None else '--partitions'} needs --spark "
-                               "(without it the campaign runs locally, one seed after another)")
-        spark_master = master or "local[*]"
-        w = ws[0] if len(ws) == 1 else ws
-        if CLIENT_VERSION == "not installed":
-            raise UsageProblem(f"{CLIENT} is not installed (pip install -e . installs the pinned version)")
-        where = out_dir or Path("reports/upstream-rocketmq-python" + ("-spark" if spark else ""))
-        _check_output_dir(where, "--out")
-        seed_list = list(range(first_seed, first_seed + seeds))
-        if spark:
-            from conq.conformance.ordered_consumption.upstream.spark_campaign import run_spark_campaign
-            from conq.conformance.spark_replay import ReplayError
-
-            _check_master(spark_master)
-            try:
-                rep = run_spark_campaign(w, seed_list, where, master=spark_master, partitions=partitions, cap=max_seconds,
-                                         say=lambda s: err.print(s, markup=False))
-            except ReplayError as e:
-                raise UsageProblem(str(e)) from None
-            where = Path(rep["spark"]["out"])
-        else:
-            rep = run_campaign(w, seed_list, where, cap=max_seconds, progress=lambda s: err.print(s, markup=False))
-        out.print(f"{rep['client']}: {rep['runs']} seeds, {rep['rpc_total']} RPCs, {rep['faults_total']} faults injected, "
-                  f"{rep['listener_calls']} listener calls; conq validate: {rep['validation']}", markup=False)
-        for cov in rep.get("coverage_by_config") or ([rep["coverage"]] if rep.get("coverage") else []):
-            out.print(f"model coverage ({cov['config']} {json.dumps(cov['overrides'], sort_keys=True)}, "
-                      f"{cov['accepted_logs']} accepted logs): "
-                      f"{cov['states']['covered']} / {cov['states']['total'] or 'not explored'} states, "
-                      f"{cov['transitions']['covered']} / {cov['transitions']['total'] or 'not explored'} transitions; "
-                      f"actions never taken: {'not explored' if cov['uncovered_actions'] is None else cov['uncovered_actions'] or 'none'}",
-                      markup=False)
-        for claim, d in rep["divergences"].items():
-            s = d["smallest"]
-            out.print(f"DIVERGENCE {claim} [{s['classification']}]: seeds {d['seeds']}; smallest: seed {s['seed']} {s['trace']} steps "
-                      f"{s['evidence']}: {s['detail']}", markup=False)
-        out.print(f"report: {where / 'report.md'}", markup=False)
-        code = EXIT_VIOLATION if rep["divergences"] else (EXIT_INCOMPLETE if rep["incomplete"] else EXIT_OK)
-        _emit_json({"ok": code == EXIT_OK, "exit_code": code, **{k: v for k, v in rep.items() if k != "per_seed"}})
-        return code
-
-    _guard(body, json_out)
+_add_system_commands()
 
 
 def main() -> None:

@@ -16,28 +16,28 @@ from typing import Any, Callable
 from rich.console import Console
 from rich.table import Table
 
-from conq import catalog, manifest
+from conq.spec import catalog, manifest
 from conq.model.engines.explorer import explore
 from conq.model.engines.registry import load_model
 from conq.report import exploration_markdown, write_report
 
 def conformance_stage(out_dir: Path, console: Console) -> list[dict[str, Any]]:
-    """The conformance suite against every reference implementation that is wired."""
-    import importlib.util
-
-    from conq.conformance.adapters import DRIVERS
+    """The conformance suite against the reference implementation of every registered system
+    (conformance/systems.py), with its golden corpus."""
+    from conq.conformance import systems
     from conq.conformance.suite import run_suite
     from conq.model.engines.registry import model_names
 
     rows = []
-    for name, target in DRIVERS.items():
-        if name not in model_names() or importlib.util.find_spec(target.partition(":")[0]) is None:
+    for system in systems.systems("driver"):
+        name = system.name
+        if name not in model_names():
             continue
         console.print(f"[dim]conformance: {name} against the reference[/]")
-        # each system's golden corpus lives in conformance/<system>/corpus/
-        corpus = Path(__file__).resolve().parent.parent / "conformance" / name.replace("-", "_") / "corpus"
-        settings = CONFORMANCE.get(name, {})
-        res, m = run_suite(name, traces=300, seed=0, length=40, corpus=corpus if corpus.is_dir() else None, **settings)
+        corpus = system.corpus_dir()  # the system's golden corpus, found with importlib.resources
+        settings = dict(system.conformance_settings)
+        res, m = run_suite(name, traces=300, seed=0, length=40, corpus=Path(str(corpus)) if corpus is not None else None,
+                           **settings)
         rows.append({
             "stage": "conformance",
             "subject": f"{name} (reference, in-process)" + (f" {settings}" if settings else ""),
@@ -49,59 +49,38 @@ def conformance_stage(out_dir: Path, console: Console) -> list[dict[str, Any]]:
     return rows
 
 
-#: the configuration the main job's conformance stage runs a model's reference on, when not the
-#: default (every reference conforms on its model's default configuration today; issue 14's F1 and F3
-#: were resolved by a model and an implementation change)
-CONFORMANCE: dict[str, dict[str, Any]] = {}
-
-#: the main job's Spark replays: (model, configuration, traces, length, output folder under reports/
-#: [, configuration overrides])
-REPLAYS = (
-    ("consumer-lists", "reference", 4096, 30, "replay"),
-    # the other actors of issue 16 (deletes / expiry, reject, a shared group, held) all on
-    ("consumer-lists", "all-actors", 512, 30, "replay-all-actors"),
-    ("recovery-deferral", "reference-one-queue", 640, 24, "replay-recovery-deferral"),
-    # without invisible time running out while the client holds a message: that call-level graph has 3.3x the
-    # states (11,237 vs 3,365) and cost 152 s vs 51 s on a loaded machine (the conformance stage and the
-    # corpus cover expiry while held); `conq replay ordered-consumption --config push-fifo` runs it
-    ("ordered-consumption", "push-fifo", 384, 24, "replay-ordered-consumption", {"expiry_while_held": False}),
-)
-
-
 def replay_stage(out_dir: Path, console: Console) -> list[dict[str, Any]]:
-    """A Spark local[*] replay of every system whose reference is wired to its model."""
-    import importlib.util
-
-    from conq.conformance.adapters import DRIVERS
+    """A Spark local[*] replay of every registered system's main-job replays (``System.replays``)."""
+    from conq.conformance import systems
     from conq.conformance.spark_replay import ReplayError, ReplayParams, close_session, run_replay
 
     rows = []
     # One Spark session for all the replays (issue 20): its JVM and its Python workers, with conq
     # imported and each model set up, serve every replay after the first.
     try:
-        for model, config, traces, length, folder, *overrides in REPLAYS:
-            if model not in DRIVERS or importlib.util.find_spec(DRIVERS[model].partition(":")[0]) is None:
-                continue  # the reference is not wired to the model yet
-            params = ReplayParams(model=model, config_name=config, overrides=overrides[0] if overrides else {},
-                                  traces=traces, seed=0, length=length, mode="coverage")
-            t0 = time.perf_counter()
-            try:
-                s = run_replay(params, master="local[*]", out=out_dir / folder, say=lambda m: console.print(f"[dim]replay: {m}[/]"),
-                               keep_session=True)
-            except ReplayError as e:
-                rows.append({"stage": "spark replay", "subject": model, "result": str(e), "ok": False, "seconds": 0.0})
-                continue
-            cover = f"{s.states_covered:,} states" + (f" ({100 * s.state_fraction:.1f}% of {s.graph_states:,})" if s.graph_states else "")
-            if not s.graph_states and s.state_estimate:  # beyond the explorer: how close, by the Chao2 estimate
-                e = s.state_estimate
-                cover += f" (no graph; Chao2 estimate {e['estimate']:,.0f}, 95% CI {e['low']:,.0f}-{e['high']:,.0f}: {100 * e['completeness']:.0f}% seen)"
-            rows.append({
-                "stage": "spark replay",
-                "subject": f"{model}/{config} on local[*] (coverage-guided)",
-                "result": f"{s.traces:,} traces, {s.steps:,} steps, {s.diverged} diverged, {cover}; report {s.out}/report.md",
-                "ok": s.ok,
-                "seconds": round(time.perf_counter() - t0, 2),
-            })
+        for system in systems.systems("replays"):
+            model = system.name
+            for r in system.replays:
+                params = ReplayParams(model=model, config_name=r.config, overrides=dict(r.overrides),
+                                      traces=r.traces, seed=0, length=r.length, mode="coverage")
+                t0 = time.perf_counter()
+                try:
+                    s = run_replay(params, master="local[*]", out=out_dir / r.folder,
+                                   say=lambda m: console.print(f"[dim]replay: {m}[/]"), keep_session=True)
+                except ReplayError as e:
+                    rows.append({"stage": "spark replay", "subject": model, "result": str(e), "ok": False, "seconds": 0.0})
+                    continue
+                cover = f"{s.states_covered:,} states" + (f" ({100 * s.state_fraction:.1f}% of {s.graph_states:,})" if s.graph_states else "")
+                if not s.graph_states and s.state_estimate:  # beyond the explorer: how close, by the Chao2 estimate
+                    e = s.state_estimate
+                    cover += f" (no graph; Chao2 estimate {e['estimate']:,.0f}, 95% CI {e['low']:,.0f}-{e['high']:,.0f}: {100 * e['completeness']:.0f}% seen)"
+                rows.append({
+                    "stage": "spark replay",
+                    "subject": f"{model}/{r.config} on local[*] (coverage-guided)",
+                    "result": f"{s.traces:,} traces, {s.steps:,} steps, {s.diverged} diverged, {cover}; report {s.out}/report.md",
+                    "ok": s.ok,
+                    "seconds": round(time.perf_counter() - t0, 2),
+                })
     finally:
         close_session()
     return rows

@@ -1,14 +1,12 @@
 """The distribution's shape: one import root, every package listed, one package per system in
-every layer, the model and the implementation independent of each other, and no import circle
-inside ``model/``."""
+every layer, the model and the implementation independent of each other, nothing under the command
+line importing it, no import circle anywhere, generic modules that never name a system, and every
+system declared once (issue 30).  The import graph is bench/import_graph.py's."""
 
 from __future__ import annotations
 
-import ast
 import tomllib
 from pathlib import Path
-
-import networkx as nx
 
 ROOT = Path(__file__).resolve().parent.parent
 MAPPING = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
@@ -27,66 +25,90 @@ def test_every_package_folder_is_listed():
     assert found == listed, f"pyproject packages differ: missing {found - listed}, extra {listed - found}"
 
 
-def _module_name(path: Path) -> str:
-    folder = path.relative_to(ROOT).parts[0]
-    rel = path.relative_to(ROOT / folder).with_suffix("")
-    parts = [p for p in rel.parts if p != "__init__"]
-    return ".".join([ROOTS[folder], *parts])
+def _graph_tool():
+    """bench/import_graph.py: the one walker of the import graph (a command of its own too)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("conq_import_graph", ROOT / "bench" / "import_graph.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
-def _imports(folder: str) -> dict[str, set[str]]:
-    """module -> the absolute names it imports (relative imports resolved), at any depth of the
-    file (a function-level import is an import too)."""
-    out = {}
-    for f in sorted((ROOT / folder).rglob("*.py")):
-        name = _module_name(f)
-        package = name if f.name == "__init__.py" else name.rpartition(".")[0]
-        mods = set()
-        for node in ast.walk(ast.parse(f.read_text(), filename=str(f))):
-            if isinstance(node, ast.Import):
-                mods |= {a.name for a in node.names}
-            elif isinstance(node, ast.ImportFrom):
-                if node.level:
-                    base = package.split(".")
-                    base = base[: len(base) - (node.level - 1)]
-                    target = ".".join(base + ([node.module] if node.module else []))
-                    # `from . import x` imports submodule x when it exists
-                    mods |= {f"{target}.{a.name}" for a in node.names} if not node.module else {target}
-                else:
-                    mods.add(node.module or "")
-        out[name] = mods
-    return out
+GRAPH = _graph_tool()
 
 
-def test_model_and_impl_never_import_each_other():
-    for folder, forbidden in (("model", ("conq.impl", "conq.conformance")), ("impl", ("conq.model", "conq.conformance"))):
-        imports = _imports(folder)
-        assert len(imports) >= 6, f"{folder}: too few modules found: the walk is broken"
-        for module, mods in imports.items():
-            bad = sorted(m for m in mods if m.startswith(forbidden) or m.split(".")[0] in ("model", "impl", "conformance"))
-            assert not bad, f"{module} imports {bad}: model/ and impl/ must stay independent"
+def test_model_and_impl_never_import_each_other_and_nothing_under_the_command_line_imports_it():
+    """model/ and impl/ independent, neither imports conformance/; none of model/, impl/,
+    conformance/ and spec/ imports the command line (conq.cli, conq.jobs, conq.report, the old
+    conq.catalog / conq.manifest names, or conq's own version: it comes from package metadata)."""
+    imports = GRAPH.all_imports()
+    for folder in ("model", "impl", "conformance"):
+        assert sum(1 for m in imports if m.startswith(f"conq.{folder}")) >= 6, f"{folder}: too few modules: the walk is broken"
+    assert GRAPH.layer_breaches(imports) == []
 
 
-def test_the_check_sees_a_violation():
-    """The walk resolves relative imports (a check that cannot fail is no check)."""
-    fake = ROOT / "model" / "engines" / "explorer.py"
-    mods = _imports("model")[_module_name(fake)]
-    assert "conq.model.kernel" in mods
+def test_the_checks_see_a_violation():
+    """The walk resolves relative imports, and each check fails on a breach (a check that cannot
+    fail is no check)."""
+    imports = GRAPH.all_imports()
+    assert "conq.model.kernel" in imports["conq.model.engines.explorer"]
+    assert "conq.conformance.trace" in imports["conq.conformance.suite"]  # `from . import generate, trace`
+
+    def with_edge(module: str, name: str) -> dict[str, set[str]]:
+        changed = {k: set(v) for k, v in imports.items()}
+        changed[module].add(name)
+        return changed
+
+    (circle,) = GRAPH.circles(GRAPH.graph(with_edge("conq.model.kernel", "conq.model.engines.explorer")))
+    assert {"conq.model.engines.explorer", "conq.model.kernel"} <= set(circle)
+    assert GRAPH.layer_breaches(with_edge("conq.impl.scheduling", "conq.model.kernel")) == [
+        "conq.impl.scheduling imports conq.model.kernel"]
+    assert len(GRAPH.layer_breaches(with_edge("conq.conformance.trace", "conq.cli"))) == 1
+    assert "conq.conformance.suite imports conq.conformance.consumer_lists.driver" in GRAPH.generic_to_system(
+        with_edge("conq.conformance.suite", "conq.conformance.consumer_lists.driver"))
 
 
-def test_no_import_circle_inside_model():
-    imports = _imports("model")
-    g = nx.DiGraph()
-    for module, mods in imports.items():
-        g.add_node(module)
-        for m in mods:
-            # `from .state import X` names a module; `from conq.model import x` may name one too
-            target = m if m in imports else m.rpartition(".")[0] if m.rpartition(".")[0] in imports else None
-            if target and target != module and not module.startswith(target + ".") and target != module.rpartition(".")[0]:
-                g.add_edge(module, target)
-    cycles = list(nx.simple_cycles(g))
-    assert not cycles, f"import circles inside model/: {cycles}"
+def test_no_import_circle_anywhere():
+    """Not inside model/ (the readable spec), nor in impl/, conformance/, spec/ or the command line,
+    nor across them; a function-level import counts (it runs when the function does)."""
+    g = GRAPH.graph()
+    assert GRAPH.circles(g) == []
     assert g.has_edge("conq.model.consumer_lists.model", "conq.model.consumer_lists.properties")
+
+
+def test_generic_modules_never_name_a_system():
+    """The generic layers (conformance/'s own modules, the spec loaders, the command line) find the
+    systems only through the registry (conformance/systems.py): no import of a system package, no
+    ``module:Name`` string naming one.  The issue's grep, as a test."""
+    imports = GRAPH.all_imports()
+    generic = GRAPH.generic_modules(imports)
+    assert {"conq.conformance.suite", "conq.conformance.views", "conq.cli", "conq.spec.catalog"} <= set(generic)
+    assert not any("consumer_lists" in m for m in generic)
+    assert GRAPH.generic_to_system(imports) == []
+
+
+def test_every_shipped_system_is_declared_once_and_registered():
+    """Each conformance/<system>/ declares SYSTEM, listed once as a ``conq.systems`` entry point,
+    and the registry finds exactly those."""
+    from conq.conformance import systems
+
+    eps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["entry-points"]["conq.systems"]
+    assert sorted(eps.values()) == sorted(f"conq.conformance.{s}:SYSTEM" for s in SYSTEMS)
+    for name, target in eps.items():
+        system = systems.get(name)
+        assert system.name == name and systems.origins()[name] == target
+        assert system.package == target.partition(":")[0]
+
+
+def test_the_version_comes_from_package_metadata():
+    from importlib.metadata import version
+
+    import conq
+    from conq.spec import version as spec_version
+
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    assert conq.__version__ == version("conq") == spec_version() == declared
 
 
 def test_one_package_per_system_in_every_layer():

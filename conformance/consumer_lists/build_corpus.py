@@ -28,12 +28,9 @@ from conq.conformance.adapters import InProcess
 from conq.conformance.checker import Checker
 from conq.conformance.corpus import record_kills, record_walks
 
+from .suite_configs import ACTOR_CONFIGS, PASS_CONFIGS
+
 CORPUS = Path(__file__).resolve().parent / "corpus"
-#: the configurations of the original actors (publishers, consumers, credit, flow, held, release):
-#: every port implements these (a port may refuse the others with error 14)
-PASS_CONFIGS = ("small", "reference", "held", "dynamic", "reasons", "same-priority")
-#: the other actors (issue 16): deletes / TTL expiry, reject, both message-group policies, all together
-ACTOR_CONFIGS = ("expiry", "reject", "groups-shared", "groups-assigned", "all-actors", "all-actors-assigned")
 #: the mutants of the other actors' paths (their diverge traces were added with ACTOR_CONFIGS)
 ACTOR_MUTANTS = ("group-owner-ignored", "delete-no-notify", "acquire-deleted", "delete-steals-unsent",
                  "unhold-drops-delete", "reject-redelivers", "shared-group-never-freed", "group-reset-skipped",

@@ -648,9 +648,8 @@ TRACE_CONFIGS = ("small", "reference", "held", "dynamic", "reasons", "same-prior
 #: ... then these, with the other actors (issue 16) on: deletes / expiry, reject, both group
 #: policies, all of them together (run after TRACE_CONFIGS, so the mutants of the original paths
 #: meet the same traces first)
-from .build_corpus import ACTOR_CONFIGS  # noqa: E402 - one list for the corpus and the engines
-#: environment steps (credit, suspend/resume, release, removal) per run
-ENV_BUDGET = 2
+#: ENV_BUDGET: environment steps (credit, suspend/resume, release, removal) per run
+from .suite_configs import ACTOR_CONFIGS, ENV_BUDGET  # noqa: E402 - one list for the corpus and the engines
 
 
 #: calls per sequence of the explorer engine's shortest-first phase (every sequence up to it)

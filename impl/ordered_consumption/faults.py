@@ -303,3 +303,24 @@ class InProcessChannel:
         return self._settle("forward_to_dlq", group, topic, message_id, receipt_handle,
                             lambda: self.broker.forward_to_dlq(group, topic, message_id, receipt_handle,
                                                                delivery_attempt, max_delivery_attempts))
+
+
+def default_fault_plan(seed: int, max_attempts: int, scale: float = 1.0) -> FaultPlan:
+    """Every answer kind the stress uses, at a few percent each (``scale`` multiplies the rates)."""
+    s = scale
+    settle = {"unavailable": 0.01 * s, "timeout": 0.01 * s, "lost": 0.01 * s, "throttled": 0.005 * s,
+              "internal": 0.005 * s, "proxy-timeout": 0.005 * s, "invalid-handle": 0.01 * s, "not-found": 0.005 * s}
+    return FaultPlan(
+        seed,
+        {
+            "query_route": {"unavailable": 0.2 * s, "timeout": 0.1 * s},
+            "send_message": {"unavailable": 0.01 * s, "timeout": 0.01 * s, "lost": 0.005 * s,
+                             "throttled": 0.01 * s, "internal": 0.005 * s, "proxy-timeout": 0.005 * s},
+            "receive_message": {"unavailable": 0.01 * s, "timeout": 0.01 * s, "throttled": 0.01 * s,
+                                "internal": 0.005 * s, "not-found": 0.01 * s},
+            "ack_message": settle,
+            "forward_to_dlq": settle,
+        },
+        backoffs=(0.0005, 0.001, 0.002),
+        max_delivery_faults=max_attempts - 1,
+    )

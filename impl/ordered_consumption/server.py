@@ -739,7 +739,7 @@ def parse_faults(spec: str | None, seed: int) -> FaultPlan | None:
     if spec is None or spec.strip() in ("", "none"):
         return None
     if spec.strip() == "default":
-        from conq.impl.ordered_consumption.workload import default_fault_plan
+        from conq.impl.ordered_consumption.faults import default_fault_plan
 
         return default_fault_plan(seed, 3)
     rates: dict[str, dict[str, float]] = {}

@@ -47,7 +47,7 @@ from typing import Any
 
 from conq.impl.ordered_consumption.broker import Broker
 from conq.impl.ordered_consumption.clock import RealClock
-from conq.impl.ordered_consumption.faults import FaultPlan, InProcessChannel
+from conq.impl.ordered_consumption.faults import FaultPlan, InProcessChannel, default_fault_plan
 from conq.impl.ordered_consumption.producer import Producer
 from conq.impl.ordered_consumption.protocol import (
     ConsumeResult,
@@ -69,27 +69,6 @@ class StressError(AssertionError):
 def _u(seed: int, *parts: Any) -> float:
     h = hashlib.blake2b(("|".join(map(str, (seed, *parts)))).encode(), digest_size=8).digest()
     return int.from_bytes(h, "big") / 2.0**64
-
-
-def default_fault_plan(seed: int, max_attempts: int, scale: float = 1.0) -> FaultPlan:
-    """Every answer kind the stress uses, at a few percent each (``scale`` multiplies the rates)."""
-    s = scale
-    settle = {"unavailable": 0.01 * s, "timeout": 0.01 * s, "lost": 0.01 * s, "throttled": 0.005 * s,
-              "internal": 0.005 * s, "proxy-timeout": 0.005 * s, "invalid-handle": 0.01 * s, "not-found": 0.005 * s}
-    return FaultPlan(
-        seed,
-        {
-            "query_route": {"unavailable": 0.2 * s, "timeout": 0.1 * s},
-            "send_message": {"unavailable": 0.01 * s, "timeout": 0.01 * s, "lost": 0.005 * s,
-                             "throttled": 0.01 * s, "internal": 0.005 * s, "proxy-timeout": 0.005 * s},
-            "receive_message": {"unavailable": 0.01 * s, "timeout": 0.01 * s, "throttled": 0.01 * s,
-                                "internal": 0.005 * s, "not-found": 0.01 * s},
-            "ack_message": settle,
-            "forward_to_dlq": settle,
-        },
-        backoffs=(0.0005, 0.001, 0.002),
-        max_delivery_faults=max_attempts - 1,
-    )
 
 
 @dataclass

@@ -16,8 +16,9 @@ from typing import Any, Mapping
 
 from conq.model.kernel import Model, ModelError, config_from_overrides
 
-#: registry name -> "module:Class"
-MODELS: dict[str, str] = {
+#: registry name -> "module:Class" (or the class itself: a model registered at run time by a
+#: system of its own, conformance/systems.py)
+MODELS: dict[str, Any] = {
     "consumer-lists": "conq.model.consumer_lists:ConsumerListsModel",
     "ordered-consumption": "conq.model.ordered_consumption:OrderedConsumptionModel",
     "recovery-deferral": "conq.model.recovery_deferral:RecoveryDeferralModel",
@@ -26,7 +27,20 @@ MODELS: dict[str, str] = {
 
 def model_names() -> list[str]:
     """The registered models whose module is present in this distribution."""
-    return [name for name, target in MODELS.items() if importlib.util.find_spec(target.partition(":")[0]) is not None]
+    return [name for name, target in MODELS.items()
+            if not isinstance(target, str) or importlib.util.find_spec(target.partition(":")[0]) is not None]
+
+
+def register(name: str, model: type[Model] | str) -> None:
+    """Register a model under ``name`` (its class, or ``module:Class``); a name already taken by
+    another model is refused."""
+    if MODELS.get(name, model) != model:
+        raise ModelError(f"a model named '{name}' is already registered ({MODELS[name]})")
+    MODELS[name] = model
+
+
+def unregister(name: str) -> None:
+    MODELS.pop(name, None)
 
 
 def load_object(target: str, *, user: bool = True) -> Any:
@@ -90,9 +104,12 @@ def _where(e: BaseException, path: Path | None) -> str:
 
 def model_class(name: str) -> type[Model]:
     target = MODELS.get(name, name)
-    if ":" not in target:
+    if not isinstance(target, str):
+        cls = target
+    elif ":" not in target:
         raise ModelError(f"unknown model '{name}' (known: {', '.join(MODELS) or 'none'}; or give FILE.py:Class)")
-    cls = load_object(target, user=name not in MODELS)
+    else:
+        cls = load_object(target, user=name not in MODELS)
     if not (isinstance(cls, type) and issubclass(cls, Model)):
         raise ModelError(f"'{target}' is not a conq Model class")
     return cls

@@ -14,12 +14,12 @@ from conq.conformance.coverage_estimate import (
     chao2,
     frequency_counts,
     growth_at_powers_of_two,
-    incidence_in_process,
     rare_classes,
     sample_unit,
     unit_of,
     units_in,
 )
+from conq.conformance.spark_replay import incidence_in_process
 
 
 def test_chao2_bias_corrected_point_estimate_and_interval():
