@@ -7,7 +7,7 @@
 The graph's nodes are the modules of the five folders the distribution maps under ``conq``
 (pyproject.toml ``package-dir``: conq/, model/, impl/, conformance/, spec/); an edge ``a -> b``
 means ``a`` imports ``b`` somewhere in its file (a function-level import is an import too: it runs
-when the function does).  Importing one's own ancestor package is not an edge (Python runs a
+when the function does; one under ``if TYPE_CHECKING:`` is not, it never runs).  Importing one's own ancestor package is not an edge (Python runs a
 package's ``__init__`` before any module inside it anyway).  Read by ``ast``, nothing imported.
 
 tests/test_packaging.py asserts on the same graph (it loads this file): no circle anywhere, the
@@ -48,6 +48,20 @@ def _files(folder: str) -> list[Path]:
     return [f for f in sorted(base.rglob("*.py")) if not any(f.is_relative_to(s) for s in skip)]
 
 
+def _walk(tree: ast.AST):
+    """Every node of ``tree`` but those under ``if TYPE_CHECKING:`` (imports for type checkers
+    only: they never run)."""
+    todo = [tree]
+    while todo:
+        node = todo.pop()
+        yield node
+        if isinstance(node, ast.If) and (getattr(node.test, "id", None) == "TYPE_CHECKING"
+                                         or getattr(node.test, "attr", None) == "TYPE_CHECKING"):
+            todo.extend(node.orelse)
+            continue
+        todo.extend(ast.iter_child_nodes(node))
+
+
 def imports(folder: str) -> dict[str, set[str]]:
     """module -> the absolute names it imports (relative imports resolved; ``from a import b`` names
     both ``a`` and ``a.b``), at any depth of the file."""
@@ -56,7 +70,7 @@ def imports(folder: str) -> dict[str, set[str]]:
         name = module_name(f)
         package = name if f.name == "__init__.py" else name.rpartition(".")[0]
         mods = set()
-        for node in ast.walk(ast.parse(f.read_text(), filename=str(f))):
+        for node in _walk(ast.parse(f.read_text(), filename=str(f))):
             if isinstance(node, ast.Import):
                 mods |= {a.name for a in node.names}
             elif isinstance(node, ast.ImportFrom):

@@ -45,7 +45,7 @@ def _same_settings(model: Any, exp: Any) -> bool:
 def find_expectation(model: Any, config_name: str, *, symmetry: bool = False) -> Any | None:
     """The manifest entry for this model and configuration (its settings, overrides included, and
     the symmetry setting must agree), or None."""
-    from conq import manifest
+    from conq.spec import manifest
 
     for exp in manifest.load():
         if exp.model == model.name and exp.config == config_name and exp.symmetry == symmetry and _same_settings(model, exp):
@@ -56,7 +56,7 @@ def find_expectation(model: Any, config_name: str, *, symmetry: bool = False) ->
 def judge_exploration(ex: Any, config_name: str, *, symmetry: bool = False, liveness: bool = True) -> Judgement:
     """An exploration against the manifest entry of its configuration; without an entry, the plain
     rule (as expected when every property holds or is witnessed)."""
-    from conq import manifest
+    from conq.spec import manifest
 
     subject = f"{ex.model.name}/{config_name}"
     violated = sorted(v.prop.name for v in ex.violations)
