@@ -9,6 +9,8 @@ from typing import Any
 
 import numpy as np
 
+from conq.model.engines.arrays import first_occurrences  # shared with vector.py, which this module imports
+
 
 def flat_successors(ys: Any, counts: Any, sources: Any) -> tuple:
     """``(states, source ids, positions)`` of a level's successors: ``ys`` (array 'Q') holds them in
@@ -19,22 +21,6 @@ def flat_successors(ys: Any, counts: Any, sources: Any) -> tuple:
     src = np.repeat(np.asarray(sources, dtype=np.int64), c)
     k = np.arange(len(y), dtype=np.int64) - np.repeat(np.cumsum(c) - c, c)
     return y, src, k
-
-
-def first_occurrences(y: Any) -> tuple:
-    """``(values, first)``: the distinct values of ``y`` sorted, and the index of each one's first
-    occurrence in ``y``.  (``np.unique(return_index=True)`` sorts stably, several times slower than
-    numpy's vectorised unstable argsort; the first occurrence is then the smallest index of each run
-    of equal values.)"""
-    if not len(y):
-        return y[:0], np.empty(0, dtype=np.int64)
-    order = np.argsort(y)
-    ys = y[order]
-    starts = np.empty(len(ys), dtype=bool)
-    starts[0] = True
-    np.not_equal(ys[1:], ys[:-1], out=starts[1:])
-    starts = np.flatnonzero(starts)
-    return ys[starts], np.minimum.reduceat(order, starts)
 
 
 def unseen(seen: Any, u: Any) -> Any:

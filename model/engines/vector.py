@@ -37,7 +37,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from conq.model.engines.levels import first_occurrences
+from conq.model.engines.arrays import first_occurrences
 from conq.model.engines.packing import Packed, Section
 
 _M64 = (1 << 64) - 1
