@@ -53,6 +53,16 @@ Two implementations:
     run records its ``decisions`` (the points where more than one thread could run), so any run, of
     any strategy, converts to such a schedule (``deviations_of``) and replays exactly.
 
+Probabilistic concurrency testing with its bound
+    ``PCTSearch`` runs a program again and again under ``strategy="pct"`` the way Coyote's PCT
+    strategy and Lincheck do: it first measures the program (``pct_calibrate``: how many logical
+    threads ``n`` and scheduling steps ``k`` one run has), then draws, per run, the thread priorities
+    and ``d - 1`` change points over those ``k`` steps, cycling through the depths asked for.  Each
+    run finds a given bug of depth ``d`` with probability at least ``1 / (n k^(d-1))`` (Burckhardt,
+    Kothari, Musuvathi and Nagarakatte, "A Randomized Scheduler with Probabilistic Guarantees of
+    Finding Bugs", ASPLOS 2010, Theorem 9); ``PCTBound`` states it for the runs made (``k`` is the most
+    steps any run took, so the bound stays a lower bound when a run is longer than the calibration).
+    A failing run replays from its seed alone (``PCTSearch.scheduler(i)``).
 Systematic exploration, minimisation, rendering
     ``BoundedExploration`` runs every schedule with 0, 1, 2, ... deviations from the fixed
     strategy's default (preemption / delay bounding as in CHESS), fewest first, each exactly once;
@@ -90,6 +100,10 @@ __all__ = [
     "BUILTIN_LABELS",
     "REAL",
     "BoundedExploration",
+    "PCTBound",
+    "PCTRun",
+    "PCTSearch",
+    "pct_calibrate",
     "DeadlockError",
     "Decision",
     "DeterministicScheduler",
@@ -679,6 +693,112 @@ def default_preemptible(label: str) -> bool:
     just before an acquire differs from one at the thread's previous point only by the lock-free
     reads in between."""
     return not label.startswith(("acquire ", "nodelist."))
+
+
+@dataclass(frozen=True)
+class PCTBound:
+    """The guarantee of PCT (Burckhardt et al., ASPLOS 2010, Theorem 9): a run of a program with at
+    most ``threads`` threads and ``steps`` scheduling steps, with ``depth - 1`` change points drawn
+    over those steps, hits any given bug of depth ``depth`` (``depth`` ordering constraints between
+    steps of different threads) with probability at least ``1 / (threads * steps^(depth-1))``."""
+
+    threads: int
+    steps: int
+    depth: int
+
+    @property
+    def per_run(self) -> float:
+        return 1.0 / (max(self.threads, 1) * max(self.steps, 1) ** (self.depth - 1))
+
+    def after(self, runs: int) -> float:
+        """The probability that ``runs`` independent runs of this depth hit the bug at least once."""
+        return 1.0 - (1.0 - self.per_run) ** runs
+
+    def __str__(self) -> str:
+        return (f"depth {self.depth}: >= 1/({self.threads} x {self.steps}^{self.depth - 1}) = {self.per_run:.3g} per run")
+
+
+def pct_calibrate(run: Callable[[DeterministicScheduler], Any], **sched_kwargs: Any) -> tuple[int, int]:
+    """(logical threads, scheduling steps) of one run of ``run`` under the fixed default schedule:
+    the ``n`` and ``k`` of PCT.  A failing calibration run raises (the program fails without any
+    interleaving to speak of)."""
+    sched = DeterministicScheduler(0, strategy="fixed", record=False, **sched_kwargs)
+    run(sched)
+    return len(sched._threads), sched.steps
+
+
+@dataclass
+class PCTRun:
+    """One run of a ``PCTSearch``: its number, seed and depth, the scheduler (``log``, ``decisions``:
+    ``deviations_of`` turns it into a fixed schedule) and the failure, if any."""
+
+    number: int
+    seed: int
+    depth: int
+    sched: DeterministicScheduler
+    error: BaseException | None
+
+    @property
+    def failed(self) -> bool:
+        return self.error is not None
+
+
+class PCTSearch:
+    """Probabilistic concurrency testing of one program (module docstring): ``run(sched)`` runs it
+    under ``sched`` and raises on a failure.  ``depths`` are cycled run by run (depth 1: random
+    priorities and no change point); run ``i`` uses seed ``seed + i``, so a run is a pure function of
+    (program, seed, depth, k) and ``scheduler(i)`` rebuilds it.  ``k`` is measured by
+    ``pct_calibrate`` once, on first use; ``bound(depth)`` is the guarantee for the runs made so
+    far (with the most threads and steps any run had)."""
+
+    def __init__(self, run: Callable[[DeterministicScheduler], Any], *, depths: tuple[int, ...] = (1, 2, 3),
+                 seed: int = 0, **sched_kwargs: Any) -> None:
+        if not depths or min(depths) < 1:
+            raise SchedulerError(f"PCT depths must be >= 1, got {depths!r}")
+        self.program = run
+        self.depths = tuple(depths)
+        self.seed = seed
+        self.sched_kwargs = sched_kwargs
+        self.k = 0  # the steps of the calibration run: the range of every run's change points
+        self.threads = 0  # the most threads / steps of any run so far (the bound's n and k)
+        self.steps = 0
+        self.runs = 0
+        self.runs_at: dict[int, int] = {}
+
+    def calibrate(self) -> tuple[int, int]:
+        if not self.k:
+            n, self.k = pct_calibrate(self.program, **self.sched_kwargs)
+            self.threads, self.steps = max(self.threads, n), max(self.steps, self.k)
+        return self.threads, self.k
+
+    def scheduler(self, i: int) -> DeterministicScheduler:
+        """The scheduler of run ``i`` (calibrates first: the change points are drawn over k)."""
+        k = self.calibrate()[1]
+        depth = self.depths[i % len(self.depths)]
+        return DeterministicScheduler(self.seed + i, strategy="pct", pct_depth=depth, pct_steps=max(k, depth),
+                                      **self.sched_kwargs)
+
+    def run(self, i: int) -> PCTRun:
+        sched = self.scheduler(i)
+        depth = self.depths[i % len(self.depths)]
+        error: BaseException | None = None
+        try:
+            self.program(sched)
+        except Exception as exc:  # the program's own verdict (or a deadlock, a livelock bound)
+            error = exc
+        self.runs += 1
+        self.runs_at[depth] = self.runs_at.get(depth, 0) + 1
+        self.threads = max(self.threads, len(sched._threads))
+        self.steps = max(self.steps, sched.steps)
+        return PCTRun(i, self.seed + i, depth, sched, error)
+
+    def bound(self, depth: int) -> PCTBound:
+        return PCTBound(self.threads, self.steps, depth)
+
+    def describe(self) -> str:
+        per = ", ".join(f"{self.runs_at[d]} at depth {d} ({self.bound(d).after(self.runs_at[d]):.3g} for a "
+                        f"depth-{d} bug)" for d in sorted(self.runs_at))
+        return f"{self.runs} PCT runs, n = {self.threads} threads, k = {self.steps} steps: {per}"
 
 
 @dataclass

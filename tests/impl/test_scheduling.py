@@ -5,6 +5,8 @@ import pytest
 
 from conq.impl.consumer_lists.queue import Queue
 from conq.impl.scheduling import (
+    PCTBound,
+    PCTSearch,
     REAL,
     BoundedExploration,
     DeadlockError,
@@ -314,3 +316,30 @@ def test_a_random_failure_becomes_a_replayable_schedule_and_is_minimised():
 def test_minimise_refuses_a_passing_schedule():
     with pytest.raises(SchedulerError, match="does not fail"):
         minimise_schedule(_run_counter, (), release_points=True)
+
+
+# -- PCT with its bound (issue 32) ---------------------------------------------------------------------
+
+
+def test_the_pct_bound_is_the_theorem():
+    b = PCTBound(threads=3, steps=10, depth=3)
+    assert b.per_run == pytest.approx(1 / 300)
+    assert b.after(300) == pytest.approx(1 - (1 - 1 / 300) ** 300)
+    assert PCTBound(4, 1000, 1).per_run == pytest.approx(0.25)  # depth 1: only the priorities count
+
+
+def test_pct_search_measures_the_program_finds_the_window_and_replays_its_seed():
+    search = PCTSearch(_run_counter, depths=(1, 2), release_points=True)
+    n, k = search.calibrate()
+    assert n == 3 and k >= 10  # main and the two incrementers; the steps of the default schedule
+    runs = [search.run(i) for i in range(60)]
+    failed = [r for r in runs if r.failed]
+    assert failed and all(r.depth == 2 for r in failed), [(r.number, r.depth) for r in failed]
+    first = failed[0]
+    again = search.scheduler(first.number)  # the seed alone rebuilds the run: the same log, the same failure
+    with pytest.raises(SchedulerError, match="lost update"):
+        _run_counter(again)
+    assert again.log == first.sched.log
+    assert search.runs == 60 and search.runs_at == {1: 30, 2: 30}
+    assert search.bound(2).per_run == pytest.approx(1 / (search.threads * search.steps))
+    assert "60 PCT runs" in search.describe()
