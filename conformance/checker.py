@@ -78,6 +78,9 @@ class Divergence:
         if self.kind == "not-enabled":
             return (f"{head}: the implementation performed it (observed {short_json(self.observed, ECHO)}) but the "
                     "model has it disabled in every consistent state")
+        if self.observed is not None and self.step:
+            # what the step observed (at the thread level: the step label the port reported)
+            head += f" (observed {short_json(self.observed, ECHO)})"
         if self.kind == "snapshot":
             return f"{head}: the implementation's state after the step matches no consistent model state: {self.detail}"
         return f"{head}: {self.detail}"
@@ -365,16 +368,30 @@ class Checker:
 
         return self._run(seed, choose, len(acts))
 
-    def walk(self, seed: int, length: int) -> RunResult:
+    def walk(self, seed: int, length: int, probe: float = 0.0) -> RunResult:
         """Generate actions online from the consistent model states (seeded),
-        so nondeterminism resolved by the implementation never strands the walk."""
+        so nondeterminism resolved by the implementation never strands the walk.
+
+        ``probe`` > 0: at each step, with that probability, the walk sends instead a call that no
+        consistent state enables (one of the calls this walk saw enabled earlier: a function of the
+        seed and the run alone, so ``--traces 1 --seed S`` replays it), which the implementation must
+        refuse with error 13 (issue 35: a port whose preconditions are too weak is caught by generated
+        traces, not only by the corpus).  0 keeps the walks of every seed as they were."""
         rng = random.Random(seed)
         enabled_actions = self.enabled_actions
+        seen: dict[tuple, None] = {}  # every call this walk saw enabled, in the order seen
 
         def choose(current: list[Any], _n: int) -> tuple | None:
             # Any action some consistent state enables: where the implementation's state
             # has it disabled, a definite rejection keeps the states that agree.
             enabled = enabled_actions(current)
+            if probe:
+                seen.update(dict.fromkeys(enabled))
+                if rng.random() < probe:
+                    now = set(enabled)
+                    disabled = [a for a in seen if a not in now]
+                    if disabled:
+                        return disabled[rng.randrange(len(disabled))]
             return enabled[rng.randrange(len(enabled))] if enabled else None
 
         return self._run(seed, choose, length)

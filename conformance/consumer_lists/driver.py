@@ -125,6 +125,13 @@ class ConsumerListsDriver:
         self.log_pos = 0
         m = int(config["messages"])
         self._n_messages = m
+        #: the environment's budget (spec/ports/consumer-lists.md, "State a port keeps"): remove_consumer,
+        #: credit, suspend, resume, release and reject are enabled only while it is not 0, and each
+        #: takes one from it when it is positive (-1: unbounded); the model bounds its environment so
+        #: and a port must refuse them once it is spent (issue 35: generated traces probe it)
+        self.budget = int(config.get("env_budget", -1))
+        self.removal = bool(config.get("removal", True))
+        self.release_on = bool(config.get("release", True))
         self._absent = ("absent", int(config.get("initial_credit", 1)))
         #: "acquired by cN" per owner, built once
         self._acquired_by: dict[Any, str] = {}
@@ -166,8 +173,24 @@ class ConsumerListsDriver:
         return tuple(sorted(new))
 
     # -- actions -------------------------------------------------------------------------------
+    #: the calls the environment's budget pays for
+    BUDGETED = frozenset({"remove_consumer", "credit", "suspend", "resume", "release", "reject"})
+
     def do(self, action: tuple) -> Any:
         name, *args = action
+        if name in self.BUDGETED and self.budget == 0:
+            raise ActionRejected("the environment's budget is spent")
+        out = self._do(name, args)
+        if name in self.BUDGETED:
+            self.budget -= self.budget > 0
+        # settle (spec/ports/consumer-lists.md): a consumer whose credit ran out, or that was
+        # suspended, no longer wants work: its IO thread stops pulling (its next pull is not enabled)
+        for c, con in enumerate(self.cons):
+            if self.pulling[c] and con is not None and not con.desired:
+                self.pulling[c] = False
+        return out
+
+    def _do(self, name: str, args: list) -> Any:
         result = None
         if name == "add_consumer":
             (c,) = args
@@ -176,6 +199,8 @@ class ConsumerListsDriver:
             self._add(c)
         elif name == "remove_consumer":
             (c,) = args
+            if not self.removal:
+                raise ActionRejected("this configuration removes no consumer")
             self.q.remove_consumer(self._consumer(c))
             self.removed[c] = True
             self.scheduled[c] = self.pulling[c] = False
@@ -206,6 +231,8 @@ class ConsumerListsDriver:
             self.q.unhold(self._message(j))
         elif name == "release":
             (j,) = args
+            if not self.release_on:
+                raise ActionRejected("this configuration releases no message")
             mid = self._message(j)
             owner = self.q.snapshot()["messages"][str(mid)]["owner"]
             if owner is None:

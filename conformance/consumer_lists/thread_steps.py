@@ -81,14 +81,14 @@ from __future__ import annotations
 
 import functools
 import queue as _queue
-import random
 import threading
-from dataclasses import dataclass, field
 from typing import Any
 
 from conq.model.kernel import Kind, Model
 from conq.model.consumer_lists.state import CF, DES, F_FLAG, F_PC, IDLE, START
 
+from .. import thread_level
+from ..thread_level import ThreadRun
 from .calls import ENV, NOTIFYING, observation_of_view
 
 
@@ -265,96 +265,24 @@ class ConsumerListsThreads(Model):
         return self.base.actors(action, observation)
 
 
-# -- the checker: checker-chosen interleavings ------------------------------------------------------
-@dataclass
-class ThreadRun:
-    """A thread-level campaign: steps checked, runs, and the first divergence (None: none)."""
-
-    config: str
-    walks: int = 0
-    exhaustive: int = 0
-    steps: int = 0
-    divergence: Any = None
-    actions: list = field(default_factory=list)
-    #: non-empty: the exhaustive mode's bound was hit before every trace ran (not a verdict)
-    incomplete: str = ""
-    #: False: observations only, no snapshot after each step (``--no-snapshots``)
-    snapshots: bool = True
-
-    @property
-    def ok(self) -> bool:
-        return self.divergence is None
-
-    def describe(self) -> str:
-        head = (f"thread level, {self.config}: {self.walks} random walks + {self.exhaustive} exhaustive traces, "
-                f"{self.steps} steps checked" + ("" if self.snapshots else " (observations only, no snapshots)"))
-        if self.divergence is None:
-            return head + (f": INCOMPLETE ({self.incomplete})" if self.incomplete else ": conforms")
-        return f"{head}: DIVERGES\n  actions {[list(a) for a in self.actions]}\n  {self.divergence.describe()}"
-
-
+# -- the checker: checker-chosen interleavings (conformance/thread_level.py, the same for every system) --
 #: the most traces the bounded exhaustive mode enumerates; more: the run is incomplete (exit 4)
 EXHAUSTIVE_CAP = 50_000
 
 
-def _sequences(model: ConsumerListsThreads, depth: int, cap: int | None = None) -> list[list[tuple]] | None:
-    """Every action sequence of exactly ``depth`` actions (or shorter, ending where nothing is
-    enabled) from the initial states, in the model's order; None when there are more than ``cap``
-    (default ``EXHAUSTIVE_CAP``)."""
-    cap = EXHAUSTIVE_CAP if cap is None else cap
-    out: list[list[tuple]] = []
-    frontier = [([], s) for s in model.init_states()]
-    for d in range(depth):
-        if len(frontier) + len(out) > cap:
-            return None
-        nxt = []
-        for seq, s in frontier:
-            succ = model.successors(s)
-            if not succ:
-                out.append(seq)
-            for a, _o, t in succ:
-                nxt.append((seq + [a], t))
-        frontier = nxt
-    out += [seq for seq, _ in frontier]
-    return list(dict.fromkeys(tuple(x) for x in out).keys())
-
-
 def check_threads(impl: Any, config: str = "one-acquirer", *, walks: int = 20, length: int = 30, seed: int = 0,
-                  depth: int = 0, snapshots: bool = True) -> ThreadRun:
+                  depth: int = 0, snapshots: bool = True, probe: float = 0.0, impl_spec: str = "reference",
+                  max_traces: int | None = None, minimise: bool = True) -> ThreadRun:
     """Seeded random walks over the enabled thread steps and environment actions (``walks`` of
     ``length`` steps, seeds ``seed`` ...), then, with ``depth`` > 0, every trace of exactly ``depth``
-    actions (bounded exhaustive); stops at the first divergence.  ``snapshots=False``: each step's
-    observation is checked, the implementation's state is never asked for (``--no-snapshots``)."""
-    from conq.conformance.checker import Checker
-
-    model = thread_model(config)
-    checker = Checker(model, impl, snapshots=snapshots)
-    out = ThreadRun(config, snapshots=snapshots)
-    try:
-        for k in range(walks):
-            r = checker.walk(seed + k, length)
-            out.walks += 1
-            if not r.ok:
-                out.divergence, out.actions = r.divergence, r.actions
-                return out
-        if depth > 0:
-            rng = random.Random(seed)
-            seqs = _sequences(model, depth)
-            if seqs is None:
-                out.incomplete = f"more than {EXHAUSTIVE_CAP:,} traces of {depth} actions: lower the depth"
-                return out
-            for seq in seqs:
-                r = checker.replay(list(seq), rng.randrange(1 << 30))
-                out.exhaustive += 1
-                if not r.ok:
-                    out.divergence, out.actions = r.divergence, r.actions
-                    return out
-    finally:
-        out.steps = checker.steps_checked
-        close = getattr(impl, "close", None)
-        if close is not None:
-            close()
-    return out
+    actions (bounded exhaustive: at most ``max_traces``, default ``EXHAUSTIVE_CAP``); stops at the
+    first divergence, minimised, with its seed and replay command.  ``snapshots=False``: each
+    step's observation is checked, the implementation's state is never asked for
+    (``--no-snapshots``).  See :func:`conq.conformance.thread_level.check_threads`."""
+    return thread_level.check_threads(
+        thread_model(config), impl, config, model_name="consumer-lists", impl_spec=impl_spec, walks=walks,
+        length=length, seed=seed, depth=depth, snapshots=snapshots, probe=probe, minimise=minimise,
+        max_traces=EXHAUSTIVE_CAP if max_traces is None else max_traces)
 
 
 # -- the port side: the reference queue under a checker-driven scheduler -----------------------------

@@ -54,6 +54,7 @@ import time
 from typing import Any, Callable
 
 from conq.impl.recovery_deferral import ConcurrentListener, ConcurrentListenerConfig, ErrorEvent, FeedEvent
+from conq.impl.scheduling import REAL
 from conq.impl.recovery_deferral.demux import NotRunnable
 from conq.impl.recovery_deferral.global_listener import DEFERRED
 
@@ -147,6 +148,12 @@ def _context_name(ctx: Any) -> str:
 
 
 class RecoveryDeferralDriver:
+    #: the scheduler the implementation's locks and conditions come from (``conq.impl.scheduling``):
+    #: real threads; the thread level (thread_steps.py) gives it a scheduler that holds a woken feed
+    #: thread at its wake-up point until the checker steps it
+    def scheduler(self) -> Any:
+        return REAL
+
     def __init__(self, config: dict[str, Any], seed: int):
         wrong = {k: config.get(k) for k, v in REFERENCE_SWITCHES.items() if k in config and config[k] != v}
         if wrong:
@@ -180,7 +187,7 @@ class RecoveryDeferralDriver:
                 handle_errors_asynchronously=bool(config["handle_errors_async"]), on_queue_full="block",
                 poll_interval=None, manual=True,
             ),
-            seed=seed, name="conformance",
+            seed=seed, name="conformance", sched=self.scheduler(),
         )
         self.feed = self.cl.wrap_feed_listener(_FeedCustomer(self))
         self.glob = self.cl.wrap_global_listener(_GlobalCustomer(self))

@@ -190,3 +190,48 @@ def test_protocol_validation():
     assert "missing field 'observation'" in protocol.validate({"type": "action_ok", "id": 1}, "port")
     assert "sent by the checker" in protocol.validate({"type": "init", "id": 1}, "port")
     assert "unknown code 99" in protocol.validate({"type": "error", "id": 1, "code": 99, "text": "", "definite": True}, "port")
+
+
+class _WeakPreconditionDriver(drivers.CounterDriver):
+    """A client may read again after it wrote: the model has ``read`` disabled once the client is done."""
+
+    def do(self, action):
+        if action[0] == "read" and self.c.phase[action[1]] == "done":
+            self.c.phase[action[1]] = "idle"
+        return super().do(action)
+
+
+def test_probing_walks_send_disabled_calls_and_catch_weak_preconditions():
+    # issue 35: without probes a walk sends only calls some consistent state enables, so a port that
+    # performs a disabled call is never caught by generated traces; with them it is, and a faithful
+    # port refuses every probe with error 13
+    blind = Checker(racy(), InProcess(_WeakPreconditionDriver), check_properties=False)
+    assert all(blind.walk(s, 12).ok for s in range(30))
+    probing = Checker(racy(), InProcess(_WeakPreconditionDriver), check_properties=False)
+    caught = [r for r in (probing.walk(s, 12, probe=0.3) for s in range(30)) if not r.ok]
+    assert caught and {r.divergence.kind for r in caught} == {"not-enabled"}
+    assert all(r.divergence.action[0] == "read" for r in caught)
+    faithful = Checker(racy(), InProcess(drivers.CounterDriver), check_properties=False)
+    runs = [faithful.walk(s, 12, probe=0.3) for s in range(30)]
+    assert all(r.ok for r in runs) and sum(o == ("error", 13) for r in runs for o in r.observations) > 10
+    # the same seed replays the same walk, probes included (a function of the seed and the run alone)
+    again = Checker(racy(), InProcess(drivers.CounterDriver), check_properties=False).walk(7, 12, probe=0.3)
+    assert again.actions == runs[7].actions
+
+
+@pytest.mark.parametrize("model,config", [("consumer-lists", "reference"), ("consumer-lists", "all-actors"),
+                                          ("recovery-deferral", "reference"), ("ordered-consumption", "simple"),
+                                          ("ordered-consumption", "push-fifo")])
+def test_the_reference_refuses_every_probed_disabled_call(model, config):
+    # the references' drivers enforce every precondition the port references document (the
+    # environment's budget, a pull after the credit ran out, an answer the server cannot give)
+    from conq.conformance.adapters import reference
+    from conq.conformance.generate import derive_seed
+    from conq.conformance.views import conformance_model
+
+    overrides = {"env_budget": 2} if model == "consumer-lists" else {}
+    checker = Checker(conformance_model(model, config, overrides), reference(model))
+    runs = [checker.walk(derive_seed(3, i), 40, probe=0.2) for i in range(25)]
+    checker.impl.close()
+    assert all(r.ok for r in runs), [r.divergence.describe() for r in runs if not r.ok][:1]
+    assert sum(o == ("error", 13) for r in runs for o in r.observations) >= 10

@@ -197,5 +197,7 @@ def test_unnotify_after_scan_is_caught_only_at_thread_level():
         # at the first pull the exhaustive order reaches (consumer 1's in suspend-priority)
         assert not c["ok"] and c["actions"][-1][:2] == ["step", "io"], c
         step, who = len(c["actions"]), c["actions"][-1][2]
-        assert c["divergence"].startswith(f'step {step}: action ["step", "io", {who}]: the implementation\'s state'), c
+        # the verdict names the step label the port reported (the pull's first step) and the state after it
+        assert c["divergence"].startswith(f'step {step}: action ["step", "io", {who}] (observed [["deliver_single_message", '
+                                          f'{who}], null, []]): the implementation\'s state'), c
         assert '"notified"' in c["divergence"].split("model allows")[0], c  # still Notified after the pull began

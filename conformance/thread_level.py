@@ -1,0 +1,214 @@
+"""The thread level, for every system that has one: campaigns of checker-chosen interleavings.
+
+A system's thread-step view (``conformance/<system>/thread_steps.py``: consumer lists, recovery
+deferral) is a :class:`~conq.model.kernel.Model` whose actions are the environment's steps and the
+threads' ``("step", kind, n, ...)`` requests, every state a state of the system's model.  This
+module runs an implementation against such a view, the same way for every system (issue 35):
+
+* seeded random walks (walk ``k`` uses seed ``seed + k``; ``probe`` > 0 also sends steps and calls
+  no consistent state enables, which the implementation must refuse with error 13,
+  :meth:`Checker.walk`);
+* exhaustive mode: every action sequence of exactly ``depth`` actions (or shorter, ending where
+  nothing is enabled), counted first (:func:`count_sequences`), run in the view's order;
+* a failure carries what a call-level one does: its seed, the delta-debugged shortest sequence that
+  still diverges the same way, the command that replays it alone (with ``--impl``), and the step
+  label the implementation reported (in the verdict: its observation).
+"""
+
+from __future__ import annotations
+
+import random
+import shlex
+import sys
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+from conq.model.kernel import Model
+
+from .checker import Checker, Divergence
+from .trace import short_json
+
+
+class ThreadLevelError(ValueError):
+    """Bad thread-level input (an unknown configuration, an exhaustive run larger than ``--traces``)."""
+
+
+@dataclass
+class ThreadRun:
+    """A thread-level campaign on one configuration: what ran and the first divergence (None: none)."""
+
+    config: str
+    model: str = ""
+    impl: str = "reference"
+    walks: int = 0
+    #: exhaustive traces run
+    exhaustive: int = 0
+    #: exhaustive mode: every action sequence of the depth, counted before the run (None: random mode)
+    exhaustive_total: int | None = None
+    steps: int = 0
+    divergence: Divergence | None = None
+    #: the failing trace's actions
+    actions: list = field(default_factory=list)
+    #: the failing trace: its seed, and which trace it was (``random walk K (seed S)``, ``exhaustive trace I``)
+    seed: int | None = None
+    source: str = ""
+    #: a shortest action sequence that still diverges with the same kind (None: not minimised)
+    minimised: list | None = None
+    #: the command that replays the failure alone
+    replay: str = ""
+    #: non-empty: the exhaustive run was cut short (more traces than the bound); not a verdict
+    incomplete: str = ""
+    #: False: observations only, no snapshot after each step (``--no-snapshots``)
+    snapshots: bool = True
+
+    @property
+    def ok(self) -> bool:
+        return self.divergence is None
+
+    @property
+    def traces(self) -> int:
+        return self.walks + self.exhaustive
+
+    def describe(self) -> str:
+        head = (f"thread level, {self.config}: {self.walks} random walks + {self.exhaustive} exhaustive traces, "
+                f"{self.steps} steps checked" + ("" if self.snapshots else " (observations only, no snapshots)"))
+        if self.divergence is None:
+            return head + (f": INCOMPLETE ({self.incomplete})" if self.incomplete else ": conforms")
+        lines = [f"{head}: DIVERGES", f"  {self.source}: {self.divergence.describe()}",
+                 f"  actions {short_json(self.actions, 4000)}"]
+        if self.minimised is not None:
+            lines.append(f"  minimised {short_json(self.minimised, 4000)}")
+        if self.replay:
+            lines.append(f"  replay: {self.replay}")
+        return "\n".join(lines)
+
+    def to_json(self) -> dict[str, Any]:
+        """One entry of the ``configs`` of ``conq conformance --level thread --json``
+        (spec/schemas/conformance.schema.json, ``thread``)."""
+        d = self.divergence
+        return {
+            "config": self.config, "ok": self.ok, "traces": self.traces, "walks": self.walks,
+            "exhaustive": (None if self.exhaustive_total is None else
+                           {"traces": self.exhaustive_total, "complete": self.exhaustive >= self.exhaustive_total
+                            or (d is not None and not self.incomplete)}),
+            "steps": self.steps, "incomplete": self.incomplete,
+            "source": self.source or None, "seed": self.seed,
+            "step": None if d is None else d.step, "kind": None if d is None else d.kind,
+            "failure": None if d is None else (d.failure or None),
+            "actions": [list(a) for a in self.actions] if d is not None else [],
+            "minimised": [list(a) for a in self.minimised] if self.minimised is not None else None,
+            "divergence": None if d is None else d.describe(),
+            "replay": self.replay or None,
+        }
+
+
+# -- exhaustive: every action sequence of a depth -----------------------------------------------------
+
+def count_sequences(model: Model, depth: int) -> int:
+    """How many traces :func:`sequences` yields at ``depth``: distinct action sequences (a sequence
+    stands for all its outcomes), counted over sets of states, memoised."""
+    memo: dict[tuple[frozenset, int], int] = {}
+
+    def count(states: frozenset, left: int) -> int:
+        if left == 0:
+            return 1
+        key = (states, left)
+        found = memo.get(key)
+        if found is None:
+            by = _by_action(model, states)
+            found = memo[key] = sum(count(t, left - 1) for t in by.values()) if by else 1
+        return found
+
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 4 * depth + 1000))
+    try:
+        return count(frozenset(model.init_states()), depth)
+    finally:
+        sys.setrecursionlimit(limit)
+
+
+def _by_action(model: Model, states: frozenset) -> dict[tuple, frozenset]:
+    """Each action some state enables -> the states it may lead to, in the model's order."""
+    out: dict[tuple, set] = {}
+    for s in sorted(states, key=repr) if len(states) > 1 else states:
+        for a, _o, t in model.successors(s):
+            out.setdefault(a, set()).add(t)
+    return {a: frozenset(ts) for a, ts in out.items()}
+
+
+def sequences(model: Model, depth: int) -> Iterator[list[tuple]]:
+    """Every distinct action sequence of exactly ``depth`` actions from the initial states (or
+    shorter, ending where nothing is enabled), depth first in the model's action order."""
+    stack: list[tuple[list[tuple], frozenset]] = [([], frozenset(model.init_states()))]
+    while stack:
+        seq, states = stack.pop()
+        by = _by_action(model, states) if len(seq) < depth else {}
+        if not by:
+            yield seq
+            continue
+        for a, ts in reversed(list(by.items())):
+            stack.append((seq + [a], ts))
+
+
+# -- the campaign ------------------------------------------------------------------------------------
+
+def replay_command(model: str, config: str, impl_spec: str, *, length: int, seed: int | None = None,
+                   exhaustive: int | None = None, snapshots: bool = True) -> str:
+    """The command that replays one thread-level failure alone: a walk by its seed, an exhaustive
+    trace by the whole exhaustive run (the trace's index is in the verdict)."""
+    cmd = f"conq conformance {model} --level thread --config {config}"
+    if impl_spec != "reference":
+        cmd += f" --impl {shlex.quote(impl_spec)}"
+    if exhaustive is not None:
+        cmd += f" --mode exhaustive --length {length} --traces {exhaustive}"
+    else:
+        cmd += f" --traces 1 --seed {seed} --length {length}"
+    return cmd + ("" if snapshots else " --no-snapshots")
+
+
+def check_threads(model: Model, impl: Any, config: str, *, model_name: str | None = None, impl_spec: str = "reference",
+                  walks: int = 20, length: int = 30, seed: int = 0, depth: int = 0, snapshots: bool = True,
+                  probe: float = 0.0, max_traces: int | None = None, minimise: bool = True) -> ThreadRun:
+    """Seeded random walks over the enabled thread steps and environment actions (``walks`` of
+    ``length`` steps, seeds ``seed``, ``seed + 1``, ...), then, with ``depth`` > 0, every action
+    sequence of exactly ``depth`` actions; stops at the first divergence and minimises it.  An
+    exhaustive run of more than ``max_traces`` sequences runs none of them and is ``incomplete``
+    (a caller refusing it up front counts with :func:`count_sequences`).  ``impl`` is closed at the
+    end."""
+    name = model_name or model.name
+    checker = Checker(model, impl, snapshots=snapshots)
+    out = ThreadRun(config, model=name, impl=impl_spec, snapshots=snapshots)
+
+    def failed(r: Any, source: str, replay: str) -> ThreadRun:
+        out.divergence, out.actions, out.seed, out.source, out.replay = r.divergence, list(r.actions), r.seed, source, replay
+        if minimise and r.divergence.kind != "port":
+            out.minimised = list(checker.minimise(r))
+        return out
+
+    try:
+        for k in range(walks):
+            s = seed + k
+            r = checker.walk(s, length, probe)
+            out.walks += 1
+            if not r.ok:
+                return failed(r, f"random walk {k} (seed {s})",
+                              replay_command(name, config, impl_spec, length=length, seed=s, snapshots=snapshots))
+        if depth > 0:
+            total = out.exhaustive_total = count_sequences(model, depth)
+            if max_traces is not None and total > max_traces:
+                out.incomplete = f"more than {max_traces:,} traces ({total:,} of {depth} actions): lower the depth"
+                return out
+            rng = random.Random(seed)
+            for i, seq in enumerate(sequences(model, depth)):
+                r = checker.replay(seq, rng.randrange(1 << 30))
+                out.exhaustive += 1
+                if not r.ok:
+                    return failed(r, f"exhaustive trace {i} (seed {r.seed})",
+                                  replay_command(name, config, impl_spec, length=depth, exhaustive=total,
+                                                 snapshots=snapshots))
+    finally:
+        out.steps = checker.steps_checked
+        close = getattr(impl, "close", None)
+        if close is not None:
+            close()
+    return out
