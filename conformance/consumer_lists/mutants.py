@@ -998,8 +998,9 @@ def engine_thread_steps(budget: Budget) -> Detection:
     """The thread level (issue 17, ``thread_steps.py``): the reference queue's threads stepped one
     model step at a time under a checker-driven scheduler, ``THREAD_WALKS`` seeded walks per
     thread-level configuration, every step checked against the model's thread steps.  A mutant
-    whose pull has not the reference's scheduling points cannot be stepped: it survives here with
-    that said (never a kill by the harness)."""
+    whose threads do not stop at the model's thread steps in the model's order cannot be stepped:
+    that is a divergence (``thread_steps.NotDrivable``, a port failure of kind ``protocol``), killed
+    with the step that showed it (issue 32: it used to survive as "not drivable")."""
     from conq.conformance.adapters import InProcess
 
     from .thread_steps import THREAD_CONFIGS, ThreadStepsDriver, check_threads
@@ -1008,10 +1009,7 @@ def engine_thread_steps(budget: Budget) -> Detection:
     walks = budget.count(THREAD_WALKS)
     steps = 0
     for cfg in THREAD_CONFIGS:
-        try:
-            r = check_threads(InProcess(ThreadStepsDriver), cfg, walks=walks, length=THREAD_LENGTH)
-        except RuntimeError as e:
-            return clock.survived(f"not drivable at thread level: {e}", f"{steps} thread steps")
+        r = check_threads(InProcess(ThreadStepsDriver), cfg, walks=walks, length=THREAD_LENGTH)
         steps += r.steps
         if not r.ok:
             return clock.killed(f"{cfg}: {r.divergence.describe()}", [list(a) for a in r.actions], f"{steps} thread steps")

@@ -87,9 +87,23 @@ from typing import Any
 from conq.model.kernel import Kind, Model
 from conq.model.consumer_lists.state import CF, DES, F_FLAG, F_PC, IDLE, START
 
+from conq.conformance.adapters import PortFailure
+
 from .. import thread_level
 from ..thread_level import ThreadRun
 from .calls import ENV, NOTIFYING, observation_of_view
+
+
+class NotDrivable(PortFailure):
+    """The implementation cannot be driven at thread level: one of its threads does not stop at the
+    model's thread steps (``pull.unnotify``, ``pull.find``, ...) in the model's order.  A divergence
+    (the checker reports it as a port failure of kind ``protocol`` at the step that showed it), never
+    an internal error and never a pass: such an implementation's threads interleave in ways the model
+    does not describe (issue 32)."""
+
+    def __init__(self, what: str) -> None:
+        super().__init__(f"the implementation cannot be driven at thread level: {what} -- its scheduling points "
+                         "are not the model's thread steps in the model's order", code="protocol")
 
 
 #: the scope's defaults under a named configuration that does not set them (module docstring, "Scope"):
@@ -382,15 +396,15 @@ class ThreadStepsDriver:
 
     def _call(self, fn: Any) -> Any:
         if not self._runner.is_alive():
-            raise RuntimeError("the thread-level driver's scheduler has stopped")
+            raise PortFailure("the thread-level driver's scheduler has stopped (a thread of the implementation failed before)", code="crash")
         self._inbox.put(fn)
         try:
             ok, value = self._outbox.get(timeout=self.TIMEOUT)
         except _queue.Empty:
-            raise RuntimeError(f"the thread-level driver did not answer within {self.TIMEOUT}s") from None
+            raise PortFailure(f"the implementation did not reach its next thread step within {self.TIMEOUT}s", code="timeout") from None
         if not ok:
             if type(value).__name__ == "_Aborted":
-                raise RuntimeError(f"a thread of the implementation failed: {self.sched._failure!r}")
+                raise PortFailure(f"a thread of the implementation failed: {self.sched._failure!r}", code="crash")
             raise value
         return value
 
@@ -415,7 +429,7 @@ class ThreadStepsDriver:
         s.point("step")
         stop = s.stop or "exit"
         if stop.startswith("blocked"):
-            raise RuntimeError(f"thread {t.name} {stop}: it cannot reach its next step alone")
+            raise NotDrivable(f"thread {t.name} {stop}: it cannot reach its next step alone")
         return stop
 
     def _notified_since(self, pos: int) -> tuple:
@@ -477,7 +491,7 @@ class ThreadStepsDriver:
             # write, and the consumer's next IO-thread steps are the two halves (module docstring)
             self.desires[action[1]] = [t, stop]
         elif stop != "exit":
-            raise RuntimeError(f"{list(action)} stopped at {stop!r}, not a step of its own in the model")
+            raise NotDrivable(f"{list(action)} stopped at {stop!r}, not a step of its own in the model")
         return (tuple(action), None, self._notified_since(pos))
 
     def _step_publisher(self, j: int) -> Any:
@@ -489,7 +503,7 @@ class ThreadStepsDriver:
         pos = len(self.inner.q.notifications)
         stop = self._run_to_point(t)
         if stop != "exit":
-            raise RuntimeError(f"the publisher of message {j} stopped at {stop!r} after its notification")
+            raise NotDrivable(f"the publisher of message {j} stopped at {stop!r} after its notification")
         return (("notify_consumers", j), None, self._notified_since(pos))
 
     def _desire_busy(self, c: int) -> bool:
@@ -503,7 +517,7 @@ class ThreadStepsDriver:
         stop = self._run_to_point(t)
         want = "desired.queue" if label == "desired.flag" else "exit"
         if stop != want:
-            raise RuntimeError(f"consumer {c}'s {DESIRE_POINTS[label]} stopped at {stop!r}, not {want!r}")
+            raise NotDrivable(f"consumer {c}'s {DESIRE_POINTS[label]} stopped at {stop!r}, not {want!r}")
         return DESIRE_POINTS[label], stop
 
     def _step_io(self, c: int) -> Any:
@@ -534,7 +548,7 @@ class ThreadStepsDriver:
             t = self._spawn(lambda: box.__setitem__("r", q.deliver_single_message(con)), f"io-{c}")
             first = self._run_to_point(t)
             if first != "pull.unnotify":
-                raise RuntimeError(f"consumer {c}'s pull reached {first!r} before its first step (pull.unnotify)")
+                raise NotDrivable(f"consumer {c}'s pull reached {first!r} before its first step (pull.unnotify)")
             cur = [t, first, box]
         t, label, box = cur
         con = inner.cons[c]
@@ -570,12 +584,12 @@ class ThreadStepsDriver:
         elif label == "pull.none":
             name = "no_message"
         else:
-            raise RuntimeError(f"consumer {c}'s IO thread waits at {label!r}, which is not a pull's step")
+            raise NotDrivable(f"consumer {c}'s IO thread waits at {label!r}, which is not a pull's step")
         if stop == "exit":
             self.io.pop(c, None)
             inner.pulling[c] = box.get("r") is not None and not box.get("halves")
         elif stop in DESIRE_POINTS and label != "pull.deliver":
-            raise RuntimeError(f"consumer {c}'s pull reached {stop!r} after {label!r}: its desire is told only after the send")
+            raise NotDrivable(f"consumer {c}'s pull reached {stop!r} after {label!r}: its desire is told only after the send")
         else:
             self.io[c] = [t, stop, box]
         return ((name, c), result, self._notified_since(pos))

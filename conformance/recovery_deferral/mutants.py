@@ -21,9 +21,11 @@ Engines (each spends a *count*, scaled by ``Budget.scale``; seconds only cap):
                   seeded interleaving after another (uniformly random, one round in four PCT), every
                   wait in virtual time: the journal checks, the tracker's anomalies, no count left
                   over;
-* ``journal``   : feed-simulator scenarios on real threads (small queues, handlers that block for a
-                  few milliseconds and throw, re-recoveries, downs, errors, several "up" callbacks),
-                  checked by ``feed.check_journal``.
+* ``journal``   : bigger feed-simulator scenarios (three producers, small queues, handlers that
+                  throw, re-recoveries, downs, errors, several "up" callbacks) under PCT
+                  (``PCTSearch``: every thread under the deterministic scheduler), checked by
+                  ``feed.check_journal``; replayable from its seed (issue 32: it ran on real
+                  threads, and two runs with the same seeds reported different details).
 """
 
 from __future__ import annotations
@@ -384,6 +386,8 @@ HYPOTHESIS_EXAMPLES = 20
 SCHEDULE_SEEDS = 400
 #: real-thread scenarios of the journal engine
 JOURNAL_SCENARIOS = 8
+#: PCT runs of the journal engine, over its scenarios in rotation
+JOURNAL_RUNS = 160
 
 _SHORT: dict[tuple[str, int], list[list[tuple]]] = {}
 _LEAF_PATHS: dict[str, list[list[tuple]]] = {}
@@ -515,17 +519,39 @@ def schedule_run(seed: int, script: list, strategy: str) -> list[str]:
     the violations found (journal checks, tracker anomalies, counts left over).  Time is virtual: the
     listener's clock is constant, so a poll tick happens exactly when every other thread waits."""
     from conq.impl.recovery_deferral import ConcurrentListenerConfig
-    from conq.impl.recovery_deferral.feed import FeedSimulator, Journal, RecordingFeedListener, RecordingGlobalListener, check_journal
     from conq.impl.scheduling import DeterministicScheduler
 
     sched = DeterministicScheduler(seed, strategy=strategy, pct_depth=3, pct_steps=600)
+    return run_script(sched, script, ConcurrentListenerConfig(threads=2, queue_size=2, poll_interval=0.2))
+
+
+def _virtual_sleep(sched):
+    """A handler's latency in the scheduler's virtual time: a timed wait nobody notifies, so it ends
+    when every other thread waits and its deadline is the earliest (a poll tick due first fires first)."""
+    lock = sched.lock("handler-latency")
+    cond = sched.condition(lock, "handler-latency")
+
+    def sleep(seconds: float) -> None:
+        with cond:
+            cond.wait(seconds)
+
+    return sleep
+
+
+def run_script(sched, script: list, config) -> list[str]:
+    """Play ``script`` through a ``ConcurrentListener(config)`` whose every thread runs under the
+    deterministic ``sched``, in virtual time (the listener's clock is constant: a poll tick happens
+    when every other thread waits and its deadline is the earliest; a handler's latency is a sleep in
+    virtual time, ``_virtual_sleep``): the violations found -- the journal checks, the tracker's
+    anomalies, counts left over."""
+    from conq.impl.recovery_deferral.feed import FeedSimulator, Journal, RecordingFeedListener, RecordingGlobalListener, check_journal
+
     found: list[str] = []
 
     def main() -> None:
         journal = Journal()
-        cl = ConcurrentListener(ConcurrentListenerConfig(threads=2, queue_size=2, poll_interval=0.2), sched=sched,
-                                clock=lambda: 0.0, name="det")
-        feed = cl.wrap_feed_listener(RecordingFeedListener(journal))
+        cl = ConcurrentListener(config, sched=sched, clock=lambda: 0.0, name="det")
+        feed = cl.wrap_feed_listener(RecordingFeedListener(journal, sleep=_virtual_sleep(sched)))
         events = cl.wrap_global_listener(RecordingGlobalListener(journal))
         sim = FeedSimulator(script, feed, events, journal)
         sim.run()
@@ -576,37 +602,78 @@ def journal_scenario(k: int):
     return scenario, config
 
 
+class _JournalProgram:
+    """Scenario ``k`` of the journal engine as a program of the deterministic scheduler (for
+    ``PCTSearch``): raises ``AssertionError`` with the violations found."""
+
+    def __init__(self, k: int) -> None:
+        from conq.impl.recovery_deferral.feed import build_script
+
+        self.k = k
+        scenario, self.config = journal_scenario(k)
+        self.script = build_script(scenario)
+
+    def __call__(self, sched) -> None:
+        found = run_script(sched, self.script, self.config)
+        if found:
+            raise AssertionError(found[0])
+
+
+def journal_search(k: int):
+    """The ``PCTSearch`` of journal scenario ``k`` (run ``i`` is its seed ``i``)."""
+    from conq.impl.scheduling import PCTSearch
+
+    return PCTSearch(_JournalProgram(k), depths=(1, 2, 3), max_steps=400_000)
+
+
+def journal_replay(k: int, run: int) -> BaseException | None:
+    """Run ``run`` of journal scenario ``k`` again from its seed (-1: the calibration run, the default
+    schedule): the failure, or None."""
+    from conq.impl.scheduling import DeterministicScheduler
+
+    search = journal_search(k)
+    try:
+        sched = (DeterministicScheduler(0, strategy="fixed", **search.sched_kwargs) if run < 0  # type: ignore[attr-defined]
+                 else search.scheduler(run))  # type: ignore[attr-defined]
+        search.program(sched)  # type: ignore[attr-defined]
+    except Exception as e:  # noqa: BLE001 - the program's verdict
+        return e
+    return None
+
+
 def engine_journal(budget: Budget) -> Detection:
-    """Feed-simulator scenarios on real threads, the journal checked by ``feed.check_journal``; a
-    scenario whose drain or joins never end (a stuck listener) is a finding too."""
-    from conq.impl.recovery_deferral.feed import run_scenario
-
+    """The feed-simulator scenarios of ``journal_scenario`` (three producers, re-recoveries, downs,
+    errors, handlers that throw, several "up" callbacks, queues of two), checked by
+    ``feed.check_journal``, each under probabilistic concurrency testing: every thread of the
+    listener under the deterministic scheduler (``PCTSearch``: random priorities and d - 1 change
+    points over the run's k steps, depths 1-3), the scenarios in rotation.  Issue 32: it ran them on
+    real threads, whose timing made two runs with the same seeds report different details (journal
+    positions); now a kill names the scenario, the PCT run (its seed) and depth, and the violation,
+    the same on every machine, and ``journal_replay(k, run)`` replays it."""
     clock = Clock(budget)
-    n = budget.count(JOURNAL_SCENARIOS)
-    outcome: list[Detection] = []
-
-    def run() -> None:
-        for k in range(n):
-            scenario, config = journal_scenario(k)
-            try:
-                res = run_scenario(scenario, config, cap=60.0)
-                found = res.violations
-            except Exception as e:  # noqa: BLE001 - a crash or a stuck drain kills the mutant too
-                found = [f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"]
-            if found:
-                outcome.append(clock.killed(f"scenario {k}: {found[0]}", spent=f"{k + 1} scenarios"))
-                return
-            if clock.over():
-                outcome.append(clock.capped(f"{k + 1} of {n} scenarios"))
-                return
-        outcome.append(clock.survived(f"{n} scenarios pass every journal check", f"{n} scenarios"))
-
-    watcher = threading.Thread(target=run, name="journal-engine", daemon=True)
-    watcher.start()
-    watcher.join(timeout=budget.max_seconds + 60.0)
-    if watcher.is_alive():
-        return clock.killed("the implementation hung: the scenario never ended", spent="a hang")
-    return outcome[0]
+    n = budget.count(JOURNAL_RUNS)
+    searches: dict[int, object] = {}
+    for i in range(n):
+        k, run = i % JOURNAL_SCENARIOS, i // JOURNAL_SCENARIOS
+        search = searches.get(k) or searches.setdefault(k, journal_search(k))
+        try:
+            r = search.run(run)  # type: ignore[attr-defined]
+            error = r.error
+            where = f"scenario {k}, pct run {run} (seed {run}, depth {r.depth})"
+        except Exception as e:  # noqa: BLE001 - the calibration run (the default schedule) fails
+            error, where = e, f"scenario {k}, pct run -1 (its calibration: the default schedule)"
+        if error is not None:
+            cause = error.__cause__ or error
+            text = str(cause).splitlines()[0] if str(cause) else ""
+            return clock.killed(f"{where}: {text if isinstance(cause, AssertionError) else f'{type(cause).__name__}: {text}'}",
+                                spent=f"{i + 1} runs")
+        if clock.over():
+            return clock.capped(f"{i + 1} of {n} runs")
+    done = [s for s in searches.values() if s.runs]  # type: ignore[attr-defined]
+    least = {d: min(s.bound(d).after(s.runs_at.get(d, 0)) for s in done) for d in (1, 2, 3)}  # type: ignore[attr-defined]
+    return clock.survived(f"{n} PCT runs of {len(done)} scenarios pass every journal check (the least chance of hitting a "
+                          f"given bug: depth 1 >= {least[1]:.3g}, depth 2 >= {least[2]:.3g}, depth 3 >= {least[3]:.3g})",
+                          f"{n} runs")
 
 
 ENGINES = {

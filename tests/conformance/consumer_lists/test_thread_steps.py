@@ -186,6 +186,26 @@ def test_the_cli_runs_the_thread_level_with_its_exit_codes(monkeypatch):
     assert capped.exit_code == 4 and "more than 5 traces" in json.loads(capped.stdout)["configs"][0]["incomplete"]
 
 
+def test_an_implementation_whose_threads_cannot_be_stepped_is_a_divergence_not_an_internal_error():
+    """Issue 32: ``look-then-unnotify`` looks for a message before it moves its consumer back to
+    Interested, so its pull's scheduling points come in another order than the model's thread steps.
+    ``conq conformance --level thread`` used to exit 3 (an internal error), and the thread-steps engine
+    let the mutant survive as "not drivable".  Now it is a divergence (a port failure of kind
+    ``protocol``) with a message saying what could not be driven: exit 1, and a kill."""
+    from typer.testing import CliRunner
+
+    from conq.cli import app
+
+    res = CliRunner().invoke(app, ["conformance", "consumer-lists", "--level", "thread", "--impl",
+                                   "mutant:look-then-unnotify", "--config", "one-acquirer", "--traces", "3", "--json"])
+    assert res.exit_code == 1, res.output
+    cfg = json.loads(res.stdout)["configs"][0]
+    assert "cannot be driven at thread level" in json.dumps(cfg) and "pull.unnotify" in json.dumps(cfg)
+    with mutants.MUTANTS["look-then-unnotify"].applied():
+        det = mutants.engine_thread_steps(Budget(scale=0.1))
+    assert det.killed and "port failure (protocol): the implementation cannot be driven at thread level" in det.detail
+
+
 # -- the widened scope: setNotifyWorkDesired's halves, credit, two acquirers --------------------------
 
 def _run(driver, actions):

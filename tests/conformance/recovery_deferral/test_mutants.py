@@ -31,6 +31,7 @@ def matrix():
         mp.setattr(mutants, "HYPOTHESIS_EXAMPLES", 4)
         mp.setattr(mutants, "SCHEDULE_SEEDS", 200)
         mp.setattr(mutants, "JOURNAL_SCENARIOS", 3)
+        mp.setattr(mutants, "JOURNAL_RUNS", 30)
         m = mutants.run_catalog(engines=ORDER, budget=Budget(max_seconds=900), first_kill=True)
     assert not capped_cells(m), f"the safety cap was hit (the machine is far too slow, or an engine hangs): {capped_cells(m)}"
     return m
@@ -103,3 +104,19 @@ def test_each_mutant_is_linked_from_the_requirements_it_breaks():
     missing = [(m, r) for m, reqs in mutants.REQUIREMENTS.items() for r in reqs
                if f"tests/conformance/recovery_deferral/test_mutants.py::test_mutant_is_killed[{m}]" not in checks[r]]
     assert not missing, missing
+
+
+@pytest.mark.parametrize("name", ["complete-only-on-success", "tracker-per-feed-listener", "second-up-cancels-first"])
+def test_the_journal_engine_kills_the_same_way_twice_and_its_run_replays(name):
+    """Issue 32: on real threads two runs with the same seeds reported different details ("sent at
+    #335" / "#337"); under PCT a kill is a pure function of the seeds, and the run it names fails
+    again from its seed alone."""
+    with mutants.MUTANTS[name].applied():
+        first = mutants.engine_journal(Budget(scale=0.2))
+        second = mutants.engine_journal(Budget(scale=0.2))
+        assert first.killed and not first.capped, first.detail
+        assert (first.detail, first.spent) == (second.detail, second.spent)
+        k, run = (int(x) for x in re.match(r"scenario (\d+), pct run (-?\d+)", first.detail).groups())
+        error = mutants.journal_replay(k, run)
+        assert error is not None and str(error.__cause__ or error) in first.detail
+    assert mutants.journal_replay(k, run) is None  # ... and only with the bug
