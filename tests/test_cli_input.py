@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from conq import cli
+from conq.cli import kit as cli
 from conq.cli import app
 
 HERE = Path(__file__).parent
