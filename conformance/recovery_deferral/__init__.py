@@ -1,6 +1,6 @@
 """Conformance of the recovery-deferral reference implementation (``conq.impl.recovery_deferral``)
-to its model: call-level view, in-process driver, golden corpus, mutant catalogue and port
-reference, declared to the generic layers by :data:`SYSTEM` (conformance/systems.py)."""
+to its model: call-level view, thread-step level (``thread_steps``), in-process driver, golden corpus,
+mutant catalogue and port reference, declared to the generic layers by :data:`SYSTEM` (conformance/systems.py)."""
 
 import logging
 
@@ -16,6 +16,7 @@ SYSTEM = System(
     package=__name__,
     driver=".driver:RecoveryDeferralDriver",
     call_view=".calls:RecoveryDeferralCalls",
+    thread_level=".thread_steps",
     mutants=".mutants:CATALOGUE",
     mutant_driver=".mutants:mutant_driver",
     corpus="corpus",

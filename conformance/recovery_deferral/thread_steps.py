@@ -347,8 +347,8 @@ def reference_section(cap: int = 20_000) -> list[str]:
         while todo and len(seen) < cap:
             s = todo.pop()
             for a, (label, result), t in model.successors(s):
-                results.setdefault((a[0] if a[0] != "step" else a[1], label[0]), set()).add(
-                    json.dumps(_shape(result)))
+                kind = f"step {a[1]}" if a[0] == "step" else a[0]
+                results.setdefault((kind, label[0]), set()).add(json.dumps(_shape(result)).replace('"<n>"', "n"))
                 if t not in seen:
                     seen.add(t)
                     todo.append(t)
@@ -366,8 +366,8 @@ def reference_section(cap: int = 20_000) -> list[str]:
             "counts its event if it counted it before waiting)."), "",
            "| request | label | results seen | what runs |", "|---|---|---|---|"]
     for req, label, meaning in _STEPS:
-        kind = req.split('"')[1] if req.startswith('`["step"') is False else req.split('"')[3]
-        key = (kind, label.split('"')[1])
+        parts = req.split('"')
+        key = (f"step {parts[3]}" if parts[1] == "step" else parts[1], label.split('"')[1])
         seen_results = ", ".join(f"`{r}`" for r in sorted(results.get(key, ()))) or "(never reached)"
         out.append(f"| {req} | {label} | {seen_results} | {meaning} |")
     out += ["", ("A request whose thread has no step now answers error 13: a worker whose queue is empty and runs "

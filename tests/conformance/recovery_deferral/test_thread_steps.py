@@ -65,3 +65,14 @@ def test_the_thread_level_reference_section_lists_every_step():
     assert "(never reached)" not in text
     for name in ts.THREAD_CONFIGS:
         assert f"\n{name}: " in text
+
+
+def test_the_reference_port_serves_the_thread_level_over_stdio():
+    # the system's registry wires it: `init` with level thread, resets between traces, one port
+    import sys
+
+    from conq.conformance.recovery_deferral import thread_steps
+
+    impl = thread_steps.thread_impl(f"stdio:{sys.executable} -m conq.conformance.port")
+    r = ts.check_threads(impl, "one-queue", walks=6, length=25, probe=0.1)
+    assert r.ok and r.walks == 6 and r.steps > 60, r.describe()
