@@ -165,6 +165,34 @@ def properties(m):
     def acquired_witness(s, a, o, t):
         return a[0] == "acquire" and o is True and acq[a[1]]
 
+    # ---------------------------------------------------------------- credit
+    # seed 000 "Interfaces": credit is one of the reasons a consumer tells the queue it wants no work;
+    # REFERENCE.md section 1: "delivery allocates credit and restores it if acquisition fails; with no
+    # credit the consumer waits" (AbstractConsumerTarget / QueueConsumerImpl, the credit manager)
+    max_credit = cfg.max_credit
+
+    def credit_in_range(s):
+        return all(0 <= s[c * CF + F_CREDIT] <= max_credit for c in range(n))
+
+    def holds_something(s, c):
+        if acq[c]:
+            return any(s[MB + 2 * j] == ACQ + c for j in range(M))
+        return bool(s[c * CF + F_SEEN])
+
+    def credit_spent(s):
+        return any(s[c * CF + F_CREDIT] == 0 and holds_something(s, c) for c in range(n))
+
+    def taken_with_credit(s, a, o, t):
+        if a[0] != "acquire":
+            return True
+        b = a[1] * CF
+        if o is not True:
+            return t[b + F_CREDIT] == s[b + F_CREDIT]  # a failed acquire takes (keeps) no credit
+        return s[b + F_CREDIT] > 0 and t[b + F_CREDIT] == s[b + F_CREDIT] - 1
+
+    def last_credit_taken(s, a, o, t):
+        return a[0] == "acquire" and o is True and s[a[1] * CF + F_CREDIT] == 1
+
     # ---------------------------------------------------------------- notifications
     def arrival_ok(s, a, o, t):
         if a[0] != "notify_consumers":
@@ -309,6 +337,21 @@ def properties(m):
             "a message is acquired only while it is available, so by at most one consumer at a time",
             acquired_once,
             witness=acquired_witness,
+            actions=("acquire",),
+        ),
+        always(
+            "credit-never-negative",
+            "a consumer's credit is never negative and never above what the client may grant (max_credit): "
+            "delivery spends what was granted, nothing more",
+            credit_in_range,
+            witness=credit_spent,
+        ),
+        always_step(
+            "taken-only-with-credit",
+            "a consumer takes a message (acquires it, or a browser takes a reference) only while it has credit, and "
+            "the take spends exactly one; a failed acquire spends none",
+            taken_with_credit,
+            witness=last_credit_taken,
             actions=("acquire",),
         ),
         always_step(

@@ -219,6 +219,7 @@ class ConsumerListsEncoding(Encoding):
         # lists-match-states and the kinds are inductive on their own; see auxiliaries()
         self.strengthening = {
             "group-held-by-one-consumer": ["grouped-entry-held-by-its-owner", "shared-group-counts-its-held-entries"],
+            "credit-never-negative": ["found-with-credit"],
         }
         self.bounded_only = {}
 
@@ -1044,6 +1045,7 @@ class ConsumerListsEncoding(Encoding):
             "lists-match-states": self._lists_match,
             "browsers-and-acquirers-keep-their-lists": self._kinds,
             "group-held-by-one-consumer": self._one_holder,
+            "credit-never-negative": self._credit_in_range,
             # an always-step property, as a state invariant over the history ghost (for BMC)
             "acquired-at-most-once": lambda s: z3.Not(s.bad),
         }
@@ -1057,6 +1059,14 @@ class ConsumerListsEncoding(Encoding):
         names = {p.name for p in model.property_list() if p.kind is Kind.ALWAYS}
         extra = ConsumerListsModel(ConsumerListsModel.configs()["all-actors"]).property_list()
         return list(model.property_list()) + [p for p in extra if p.kind is Kind.ALWAYS and p.name not in names]
+
+    def _credit_in_range(self, s):
+        return self.E("cons", lambda c: z3.And(0 <= s.credit[c], s.credit[c] <= self.k.maxc))
+
+    def _found_with_credit(self, s):
+        """A consumer whose IO thread found an entry and is about to acquire it (pc TAKE + j) has credit:
+        the find looked at it (attemptDelivery's credit check), and only the acquire spends it."""
+        return self.E("cons", lambda c: z3.Implies(z3.And(s.pc[c] >= TAKE, s.pc[c] < TAKE + self._M()), s.credit[c] > 0))
 
     def _grouped_held_by_owner(self, s):
         def one(j):
@@ -1076,6 +1086,10 @@ class ConsumerListsEncoding(Encoding):
 
     def auxiliaries(self):
         return [
+            Aux("found-with-credit",
+                "a consumer about to acquire the entry it found has credit (the find checked it; only the acquire "
+                "spends credit)",
+                self._found_with_credit),
             Aux("ranks-below-clock",
                 "every consumer in an Interested list has a rank below the next rank to hand out (so appending puts a "
                 "consumer strictly behind every member: the lists' order is a strict order)",

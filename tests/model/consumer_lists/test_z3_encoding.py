@@ -33,7 +33,8 @@ def test_every_always_property_is_proved_for_every_size():
     assert isinstance(enc, ConsumerListsEncoding)
     always = {p.name for p in enc.properties_to_prove(m) if p.kind is Kind.ALWAYS}
     # the reference's, and the one message groups add (the proof has the actors' switches symbolic)
-    assert always == {"lists-match-states", "browsers-and-acquirers-keep-their-lists", "group-held-by-one-consumer"}
+    assert always == {"lists-match-states", "browsers-and-acquirers-keep-their-lists", "group-held-by-one-consumer",
+                      "credit-never-negative"}
     for name in ("all-actors", "all-actors-assigned"):
         assert {p.name for p in model(name).property_list() if p.kind is Kind.ALWAYS} <= always
     assert always <= set(enc.invariants())  # every always property encoded, under its own name
@@ -58,7 +59,8 @@ def test_the_declared_auxiliary_is_inductive_and_only_groups_need_a_strengthenin
     on it for the walks to name one consumer."""
     enc = ConsumerListsEncoding(model().config)
     assert enc.strengthening == {
-        "group-held-by-one-consumer": ["grouped-entry-held-by-its-owner", "shared-group-counts-its-held-entries"]
+        "group-held-by-one-consumer": ["grouped-entry-held-by-its-owner", "shared-group-counts-its-held-entries"],
+        "credit-never-negative": ["found-with-credit"],
     }
     aux = enc.aux_by_name()["ranks-below-clock"]
 
@@ -81,6 +83,19 @@ def test_group_ownership_needs_its_strengthening():
     # the timeout is only a safety cap: a 20 s default turned into "unknown" on a loaded machine
     r = symbolic.prove(Bare(model().config), "group-held-by-one-consumer", timeout_ms=600_000)
     assert r.status == "not-inductive", r.detail
+
+
+def test_credit_range_needs_the_found_entry_to_have_credit():
+    """credit-never-negative (issue 31) is not inductive alone: a state (unreachable) with a consumer
+    about to acquire at credit 0 steps to credit -1.  With found-with-credit it is proved."""
+
+    class Bare(ConsumerListsEncoding):
+        def __init__(self, config):
+            super().__init__(config)
+            self.strengthening = {}
+
+    r = symbolic.prove(Bare(model().config), "credit-never-negative", timeout_ms=600_000)
+    assert r.status == "not-inductive" and r.cti["action"] == "acquire", r.detail
 
 
 # -- (b) BMC agrees with the explorer on the variants ----------------------------------------
