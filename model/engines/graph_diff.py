@@ -35,6 +35,10 @@ def _mix(x: np.ndarray) -> np.ndarray:
     return x ^ (x >> np.uint64(31))
 
 
+#: the key of prints made of fingerprints (any two such prints compare)
+FINGERPRINTS = ("fingerprints",)
+
+
 @dataclass
 class GraphPrint:
     """The fingerprints of one complete exploration's graph."""
@@ -45,17 +49,37 @@ class GraphPrint:
     inits: np.ndarray  # sorted, unique
     edges: np.ndarray  # sorted, unique
     transitions: int
+    #: what the state numbers are: FINGERPRINTS, or ("packed", the codec's domains) when they are the
+    #: packed states themselves (exact, no hashing; only prints of one codec compare)
+    key: tuple = FINGERPRINTS
 
     def same(self, other: "GraphPrint") -> bool:
+        if self.key != other.key:
+            raise ValueError("graph prints of different kinds do not compare (make both with packed=False)")
         return (np.array_equal(self.states, other.states) and np.array_equal(self.inits, other.inits)
                 and np.array_equal(self.edges, other.edges))
 
 
-def graph_print(ex: Exploration) -> GraphPrint:
-    """The print of ``ex`` (a whole-state exploration that kept its edges)."""
+def codec_key(codec: Any) -> tuple:
+    """What makes two codecs number states alike: their fields' domains."""
+    return ("packed",) + tuple((v.start, v.stop) if isinstance(v, range) else tuple(v) for v in codec.values)
+
+
+def graph_print(ex: Exploration, packed: bool = True) -> GraphPrint:
+    """The print of ``ex`` (a whole-state exploration that kept its edges).  A packed search of at
+    most 64 bits a state is printed with its packed states as the numbers (``packed``; no decoding,
+    no hashing)."""
+    from conq.model.engines.packing import DecodedStates
+
     if ex.mode != "states":
         raise ValueError(f"a graph print needs the states and edges: this exploration kept {ex.mode}")
-    order = np.fromiter((fingerprint(s) for s in ex.state_list), dtype=np.uint64, count=len(ex.state_list))
+    sl = ex.state_list
+    key = FINGERPRINTS
+    if packed and isinstance(sl, DecodedStates) and sl.codec.total_bits <= 64:
+        order = np.array(sl.ints, dtype=np.uint64)
+        key = codec_key(sl.codec)
+    else:
+        order = np.fromiter((fingerprint(s) for s in sl), dtype=np.uint64, count=len(sl))
     parent = np.frombuffer(ex.parent, dtype=np.int64) if len(ex.parent) else np.empty(0, np.int64)
     inits = np.unique(order[parent == -1]) if len(order) else order
     e = np.frombuffer(ex.edges, dtype=np.int64).reshape(-1, 3) if len(ex.edges) else np.empty((0, 3), np.int64)
@@ -66,7 +90,7 @@ def graph_print(ex: Exploration) -> GraphPrint:
         edges = np.unique(edges)
     else:
         edges = np.empty(0, np.uint64)
-    return GraphPrint(order=order, states=np.unique(order), inits=inits, edges=edges, transitions=ex.transitions)
+    return GraphPrint(order=order, states=np.unique(order), inits=inits, edges=edges, transitions=ex.transitions, key=key)
 
 
 def first_missing(a: GraphPrint, b: GraphPrint) -> int | None:
@@ -116,8 +140,9 @@ def graph_diff(a: Exploration, b: Exploration, *, names: tuple[str, str] = ("exp
         "witnesses": witnesses,
     }
     if a.complete and b.complete and a.mode == b.mode == "states":
-        pa = prints[0] or graph_print(a)
-        pb = prints[1] or graph_print(b)
+        pa, pb = prints
+        if pa is None or pb is None or pa.key != pb.key:
+            pa, pb = graph_print(a, packed=False), graph_print(b, packed=False)
         out["same_graph"] = pa.same(pb)
         for side, (x, px, py) in ((f"only_{na}", (a, pa, pb)), (f"only_{nb}", (b, pb, pa))):
             idx = first_missing(px, py)

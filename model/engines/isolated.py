@@ -32,7 +32,7 @@ from typing import Any
 
 _counter = itertools.count()
 _lock = threading.Lock()
-_CODE: dict[tuple[str, float], Any] = {}
+_CODE: dict[tuple[str, Any], Any] = {}
 
 
 class _Loader(importlib.abc.Loader):
@@ -51,8 +51,13 @@ class _Loader(importlib.abc.Loader):
                 code = _CODE[stamp] = compile(self.path.read_text(encoding="utf-8"), str(self.path), "exec")
         elif isinstance(self.override, ast.Module):
             code = compile(self.override, str(self.path), "exec")
-        else:
-            code = compile(self.override, str(self.path), "exec")
+        else:  # a text: the same text compiles to the same code (a run's snapshot of the package)
+            key = (str(self.path), self.override)
+            code = _CODE.get(key)
+            if code is None:
+                if len(_CODE) > 256:
+                    _CODE.clear()
+                code = _CODE[key] = compile(self.override, str(self.path), "exec")
         exec(code, module.__dict__)
 
 

@@ -48,9 +48,9 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from conq.model.engines.explorer import explore
-from conq.model.engines.graph_diff import GraphPrint, first_missing, graph_diff, graph_print
+from conq.model.engines.graph_diff import FINGERPRINTS, GraphPrint, graph_diff, graph_print
 from conq.model.engines.isolated import IsolatedPackage, package_of
-from conq.model.engines.mutate_ast import Mutant, enumerate_mutants, mutated_tree
+from conq.model.engines.mutate_ast import Mutant, enumerate_mutants, mutated_tree, package_sources
 from conq.model.kernel import Model, config_from_overrides
 
 VERDICTS = ("killed", "count-only", "argued", "equivalent", "crashed", "timeout")
@@ -198,6 +198,9 @@ class Setup:
     target: str
     configs: list[SuiteConfig]
     mutants: list[Mutant]
+    #: the package's files as they were when the run began (mutate_ast.package_sources): the model
+    #: and every mutant are loaded from this snapshot, never from the disk again
+    sources: dict[str, str]
     state_factor: int = 4
     state_margin: int = 10_000
     seconds_factor: float = 60.0
@@ -208,15 +211,16 @@ class _Context:
         self.setup = setup
         self.directory, self.cls_name = package_of(setup.target)
         self._model_cls = None
+        self._model_pkg: IsolatedPackage | None = None
         self.cache: dict[int, tuple[Any, GraphPrint, dict, float]] = {}
         self.adjacency: dict[int, tuple] = {}
 
     @property
     def model_cls(self) -> type[Model]:
+        """The model itself, loaded from the run's snapshot (as its mutants are)."""
         if self._model_cls is None:
-            from conq.model.engines.registry import load_object
-
-            self._model_cls = load_object(self.setup.target, user=False)
+            self._model_pkg = IsolatedPackage(self.directory, self.setup.sources)
+            self._model_cls = self._model_pkg.get(self.cls_name)
         return self._model_cls
 
     def step_files(self) -> dict[str, str]:
@@ -244,7 +248,7 @@ class _Context:
         seconds = time.perf_counter() - t0
         if not ex.complete:  # pragma: no cover - the model's own configurations are finite
             raise RuntimeError(f"{self.setup.model}/{cfg.label}: the model's own search is incomplete: {ex.stop_reason}")
-        self.cache[i] = (ex, graph_print(ex), _verdicts(ex), seconds)
+        self.cache[i] = (ex, {}, _verdicts(ex), seconds)
         return {"config": i, "states": ex.states, "transitions": ex.transitions, "seconds": seconds,
                 "verdicts": _verdicts(ex), "lines": lines}
 
@@ -276,6 +280,26 @@ class _Context:
             return False
         return True
 
+    def prints(self, i: int, ex) -> tuple[GraphPrint, GraphPrint]:
+        """The prints of configuration i's model and of ``ex`` (a mutant's search of it), of one kind:
+        the packed states themselves where both searches packed alike, else fingerprints."""
+        base_ex, made = self.cache[i][0], self.cache[i][1]
+        mp = graph_print(ex)
+        if mp.key != FINGERPRINTS:
+            bp = made.get(mp.key)
+            if bp is None and not made.get("packed-tried"):
+                made["packed-tried"] = True
+                bp = graph_print(base_ex)
+                made[bp.key] = bp
+                bp = made.get(mp.key)
+            if bp is not None:
+                return bp, mp
+            mp = graph_print(ex, packed=False)
+        bp = made.get(FINGERPRINTS)
+        if bp is None:
+            bp = made[FINGERPRINTS] = graph_print(base_ex, packed=False)
+        return bp, mp
+
     def base(self, i: int):
         if i not in self.cache:
             self.baseline(i)
@@ -286,8 +310,8 @@ class _Context:
         mutant = self.setup.mutants[mi]
         out: dict[str, Any] = {"configs_run": 0}
         try:
-            tree = mutated_tree(self.directory / mutant.name, mutant)
-            pkg = IsolatedPackage(self.directory, {mutant.name: tree})
+            tree = mutated_tree(self.setup.sources[mutant.name], mutant)
+            pkg = IsolatedPackage(self.directory, {**self.setup.sources, mutant.name: tree})
         except Exception as e:  # the mutated package does not even load
             return {"verdict": "crashed", "error": _error(e, self.directory), "configs_run": 0}
         try:
@@ -295,7 +319,7 @@ class _Context:
             changed = None
             crash = None
             for i in run:
-                base_ex, base_print, base_verdicts, base_seconds = self.base(i)
+                base_ex, _prints, base_verdicts, base_seconds = self.base(i)
                 cfg = self.setup.configs[i]
                 out["configs_run"] += 1
                 budget = max(self.setup.state_factor * base_ex.states, base_ex.states + self.setup.state_margin)
@@ -328,8 +352,12 @@ class _Context:
                     changed = changed or {"config": cfg.label, "bounded": ex.stop_reason,
                                           "states": {"model": base_ex.states, "mutant": f">= {ex.states}"}}
                     continue
-                mp = graph_print(ex)
-                if not mp.same(base_print) and changed is None:
+                if ex.states == base_ex.states:
+                    base_print, mp = self.prints(i, ex)
+                    same = mp.same(base_print)
+                else:
+                    same, base_print, mp = False, None, None
+                if not same and changed is None:
                     diff = graph_diff(base_ex, ex, names=("model", "mutant"), prints=(base_print, mp))
                     changed = {"config": cfg.label, **{k: diff[k] for k in ("states", "transitions")},
                                "only_mutant": diff.get("only_mutant"), "only_model": diff.get("only_model"),
@@ -429,7 +457,7 @@ def _worker(setup: Setup, tasks, results, wid: int) -> None:
         kind, tid, *args = task
         results.put(("start", wid, tid))
         try:
-            res = ctx.baseline(args[0], trace=True) if kind == "baseline" else ctx.check(*args)
+            res = ctx.baseline(*args) if kind == "baseline" else ctx.check(*args)
         except BaseException as e:  # noqa: BLE001 - reported, never hidden
             res = {"verdict": "crashed", "error": "engine: " + _error(e, ctx.directory), "internal": True,
                    "traceback": traceback.format_exc()}
@@ -531,7 +559,7 @@ class _InProcess:
         os.environ["CONQ_CL_FAST"] = "0"
         try:
             for kind, tid, *args in tasks:
-                on_done(tid, self.ctx.baseline(args[0], trace=True) if kind == "baseline" else self.ctx.check(*args))
+                on_done(tid, self.ctx.baseline(*args) if kind == "baseline" else self.ctx.check(*args))
         finally:
             if old is None:
                 os.environ.pop("CONQ_CL_FAST", None)
@@ -599,39 +627,43 @@ class MutationReport:
 def run_mutation(model: str, target: str, configs: list[SuiteConfig], *, workers: int = 2,
                  arguments: dict[str, str] | None = None, arguments_file: str = "",
                  only: Iterable[str] | None = None, operators: Iterable[str] | None = None,
-                 progress: Callable[[str], None] | None = None, state_factor: int = 4) -> MutationReport:
+                 progress: Callable[[str], None] | None = None, state_factor: int = 4,
+                 lines: bool = True) -> MutationReport:
     """Mutation coverage of ``model`` (registry name; ``target`` its ``package:Class``) on
     ``configs``.  ``arguments``: mutant id -> the written argument why it is no behaviour change
     (from the spec page: :func:`arguments_from_markdown`); ``only``: mutant ids to run (default all);
-    ``operators``: the operators to run (default all); ``workers`` 0 runs in this process."""
+    ``operators``: the operators to run (default all); ``workers`` 0 runs in this process.  ``lines``
+    False: the lines each configuration runs are not recorded (the recording costs several times the
+    model's own search), so every mutant is searched on every configuration."""
     t0 = time.perf_counter()
     say = progress or (lambda _m: None)
     directory, _ = package_of(target)
     prefix = prefix_of(model)
-    mutants = enumerate_mutants(directory)
+    sources = package_sources(directory)
+    mutants = enumerate_mutants(directory, sources=sources)
     if operators is not None:
         ops = set(operators)
         mutants = [m for m in mutants if m.operator in ops]
     if only is not None:
         want = set(only)
         mutants = [m for m in mutants if m.ident(prefix) in want]
-    setup = Setup(model, target, list(configs), mutants, state_factor=state_factor)
+    setup = Setup(model, target, list(configs), mutants, sources, state_factor=state_factor)
     pool: Any = _Pool(setup, workers) if workers > 0 else _InProcess(setup)
     results: list[dict[str, Any] | None] = [None] * len(mutants)
     base: dict[int, dict] = {}
     try:
-        say(f"{model}: the model on {len(configs)} configurations (lines run recorded)")
+        say(f"{model}: the model on {len(configs)} configurations" + (" (lines run recorded)" if lines else ""))
 
         def got_base(tid, res):
             if res.get("verdict") in ("crashed", "timeout"):
                 raise RuntimeError(f"{model}: the model's own search of {configs[tid[1]].label} failed: {res.get('error') or res.get('detail')}\n{res.get('traceback', '')}")
             base[tid[1]] = res
 
-        pool.run([("baseline", ("b", i), i) for i in range(len(configs))], {}, got_base)
+        pool.run([("baseline", ("b", i), i, lines) for i in range(len(configs))], {}, got_base)
         order = sorted(range(len(configs)), key=lambda i: (base[i]["states"], i))
         tasks, caps = [], {}
         for mi, mut in enumerate(mutants):
-            run = [i for i in order if any(x in base[i]["lines"].get(mut.name, ()) for x in mut.lines)]
+            run = [i for i in order if base[i]["lines"] is None or any(x in base[i]["lines"].get(mut.name, ()) for x in mut.lines)]
             if not run:
                 results[mi] = {"verdict": "equivalent", "configs_run": 0,
                                "reason": "the changed code runs on none of the configurations"}
@@ -669,3 +701,21 @@ def run_mutation(model: str, target: str, configs: list[SuiteConfig], *, workers
                  "liveness": c.liveness} for i, c in enumerate(configs)]
     unused = sorted(set(arguments) - used) if only is None and operators is None else []
     return MutationReport(model, cfg_rows, out, time.perf_counter() - t0, arguments_file, unused)
+
+
+# -- a manifest mismatch explained ---------------------------------------------------------------
+
+def explain_change(target: str, cfg: SuiteConfig, old_sources: dict[str, str], *,
+                   new_sources: dict[str, str] | None = None, max_states: int | None = None) -> dict[str, Any]:
+    """Why a configuration's result moved: the model package as it was (``old_sources``, e.g. the
+    files at the revision the manifest was pinned on) and as it is (``new_sources``, default the
+    files now), both loaded in isolation and searched on ``cfg``, compared by
+    :func:`~conq.model.engines.graph_diff.graph_diff`: the claims whose verdict changed, the
+    witnesses and counterexamples whose length changed, and a shortest path to a state one reaches
+    and the other does not (``only_pinned`` / ``only_found``)."""
+    directory, cls_name = package_of(target)
+    new_sources = new_sources if new_sources is not None else package_sources(directory)
+    with IsolatedPackage(directory, old_sources) as old, IsolatedPackage(directory, new_sources) as new:
+        a = explore(make_model(old.get(cls_name), cfg), liveness=cfg.liveness, keep_edges=True, max_states=max_states)
+        b = explore(make_model(new.get(cls_name), cfg), liveness=cfg.liveness, keep_edges=True, max_states=max_states)
+        return graph_diff(a, b, names=("pinned", "found"))

@@ -367,16 +367,25 @@ def _text_short(s: str, limit: int = 70) -> str:
     return s if len(s) <= limit else s[: limit - 3] + "..."
 
 
-def enumerate_mutants(package_dir: Path, shown_root: Path | None = None) -> list[Mutant]:
-    """Every mutant of the step code of the model package in ``package_dir``, in file and source
-    order.  ``shown_root``: what a mutant's file path is shown relative to (default: the package's
-    grandparent, the project root of ``model/<system>/``)."""
+def package_sources(package_dir: Path) -> dict[str, str]:
+    """The text of every module of a (flat) model package: one snapshot that a run's enumeration,
+    its model and its mutants are all made from (a file edited during a run changes none of them)."""
+    return {p.name: p.read_text(encoding="utf-8") for p in sorted(Path(package_dir).glob("*.py"))}
+
+
+def enumerate_mutants(package_dir: Path, shown_root: Path | None = None,
+                      sources: dict[str, str] | None = None) -> list[Mutant]:
+    """Every mutant of the step code of the model package in ``package_dir`` (its files as they are
+    now, or as ``sources`` holds them), in file and source order.  ``shown_root``: what a mutant's
+    file path is shown relative to (default: the package's grandparent, the project root of
+    ``model/<system>/``)."""
     package_dir = Path(package_dir)
     root = shown_root or package_dir.parent.parent
+    sources = sources if sources is not None else package_sources(package_dir)
     trees = {}
-    for path in sorted(package_dir.glob("*.py")):
-        if path.name not in NON_STEP_FILES:
-            trees[path.name] = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    for name, text in sources.items():
+        if name not in NON_STEP_FILES:
+            trees[name] = ast.parse(text, filename=str(package_dir / name))
     steps = step_functions(trees)
     out = []
     for fname, tree in trees.items():
@@ -437,7 +446,8 @@ def _copy(node: ast.AST) -> ast.AST:
     return copy.deepcopy(node)  # keeps the line numbers (tracebacks point at the real file)
 
 
-def mutated_tree(source_path: Path, mutant: Mutant) -> ast.Module:
-    """The mutant's file, parsed afresh from disk and changed (the file itself is never written)."""
-    tree = ast.parse(Path(source_path).read_text(encoding="utf-8"), filename=str(source_path))
-    return apply(tree, mutant)
+def mutated_tree(source: Path | str, mutant: Mutant) -> ast.Module:
+    """The mutant's file (its text, or read from its path), parsed afresh and changed (the file
+    itself is never written)."""
+    text = source.read_text(encoding="utf-8") if isinstance(source, Path) else source
+    return apply(ast.parse(text), mutant)

@@ -206,7 +206,7 @@ def test_credit_test_removal_is_killed_by_a_named_claim():
     ids = _pull_find_ids()
     credit = ids["drop `s[b + F_CREDIT] > 0` from `j is not None and (not blocked) and (s[b + F_CREDIT] > 0)`"]
     blocked = ids["drop `not blocked` from `j is not None and (not blocked) and (s[b + F_CREDIT] > 0)`"]
-    rep = run_mutation("consumer-lists", CL, [SuiteConfig.of("small")], workers=0, only=[credit, blocked])
+    rep = run_mutation("consumer-lists", CL, [SuiteConfig.of("small")], workers=0, only=[credit, blocked], lines=False)
     by = {r["id"]: r for r in rep.results}
     assert by[credit]["verdict"] == "killed"
     assert by[credit]["property"] == "credit-never-negative" and by[credit]["length"] == 10
@@ -238,3 +238,31 @@ def test_graph_diff_explains_a_changed_model():
     text = "\n".join(describe(diff, ("model", "mutant")))
     assert "verdict of 'credit-never-negative': model holds, mutant violated" in text
     assert graph_print(base).same(graph_print(explore(make_model(ConsumerListsModel, cfg), keep_edges=True)))
+
+
+def test_a_changed_model_explains_itself_against_the_pinned_one():
+    """The manifest-mismatch explanation: the model as pinned against the model as found (here the
+    credit test removed), each loaded in isolation from its sources."""
+    from conq.model.engines.model_mutation import explain_change
+    from conq.model.engines.mutate_ast import package_sources
+
+    d, _ = package_of(CL)
+    src = package_sources(d)
+    m = [m for m in enumerate_mutants(d, sources=src) if m.function.endswith("._pull_find")
+         and m.detail.startswith("drop `s[b + F_CREDIT] > 0`")][0]
+    found = dict(src, **{m.name: ast.unparse(mutated_tree(src[m.name], m))})
+    diff = explain_change(CL, SuiteConfig.of("small"), src, new_sources=found)
+    assert diff["states"] == {"pinned": 3106, "found": 5181}
+    lines = describe(diff, ("pinned", "found"))
+    assert "verdict of 'credit-never-negative': pinned holds, found violated" in lines
+    assert any(line.startswith("a state only found reaches") for line in lines)
+
+
+def test_pinned_sources_come_from_git():
+    from conq.mutate import pinned_sources
+
+    got = pinned_sources("recovery-deferral")
+    if got is None:
+        pytest.skip("not a git checkout")
+    rev, sources = got
+    assert "model.py" in sources and "class RecoveryDeferralModel" in sources["model.py"]
