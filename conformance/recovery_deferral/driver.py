@@ -42,18 +42,25 @@ status callback once per recovery epoch, an up only after its recovery's events 
 rejected by the driver; preconditions of the implementation's own steps (a worker can take the
 queue, a worker is in the listener, a callback is deferred) are the implementation's answer.
 
-Model producer ``p`` is producer id ``p + 1`` (ids are > 0); model match ``m`` is event id ``m``
-(an integer id hashes to itself, so queue = ``m mod queues`` as in the model); every event carries
-its model index as ``payload``.  The snapshot is described in :mod:`.calls`.
+Model producer ``p`` is producer id ``p + 1`` (ids are > 0).  Model match ``m`` is an event id of
+the SDK's real value space, chosen by the seed (``ID_SPACES``, :func:`event_ids`): a URN string
+``sr:match:N`` (hashed by BLAKE2b, negative for about half of them), a long beyond 32 bits (upstream's
+``TaskID`` wraps the URN's long id), a negative integer (a negative hash: the floor modulo of DEV-008
+must keep it in range), or the small integer ``m`` itself -- always one whose queue under the
+reference's allocation (``events.queue_index``) is the model's, ``m mod queues``, so the allocation
+is checked on every kind of id (issue 32).  Every event carries its model index as ``payload``.  The
+snapshot is described in :mod:`.calls`.
 """
 
 from __future__ import annotations
 
+import random
 import threading
 import time
 from typing import Any, Callable
 
 from conq.impl.recovery_deferral import ConcurrentListener, ConcurrentListenerConfig, ErrorEvent, FeedEvent
+from conq.impl.recovery_deferral.events import queue_index, stable_hash
 from conq.impl.scheduling import REAL
 from conq.impl.recovery_deferral.demux import NotRunnable
 from conq.impl.recovery_deferral.global_listener import DEFERRED
@@ -71,6 +78,36 @@ REFERENCE_SWITCHES = {
 }
 #: safety cap of every wait for the implementation (reaching it is an error, never a verdict)
 CAP = 30.0
+
+
+#: the value spaces of the SDK's event ids a run draws from (by its seed: ``ID_SPACES[seed % 4]``):
+#: upstream's ids are the numeric part of URNs such as ``sr:match:123`` (longs: ``TaskID.valueOf``),
+#: the reference also takes the URN string itself (``events.stable_hash``)
+ID_SPACES = ("urn", "large", "negative", "small")
+
+
+def event_ids(matches: int, queues: int, space: str, seed: int = 0) -> tuple:
+    """One event id per model match, from ``space``, distinct, each on the model's queue of its match
+    (``queue_index(id, queues) == m mod queues``), drawn from the seed: ``urn`` strings ``sr:match:N``
+    (N from 40,000,000 up), ``large`` integers from 2^40 to 2^61, ``negative`` integers (a negative
+    hash), ``small``: ``m`` itself."""
+    if space == "small":
+        return tuple(range(matches))
+    rng = random.Random(seed)
+    start = {"urn": 40_000_000 + rng.randrange(10_000_000), "large": (1 << 40) + rng.randrange(1 << 60),
+             "negative": -(10_000_000 + rng.randrange(1 << 40))}.get(space)
+    if start is None:
+        raise ValueError(f"no event id space {space!r} (known: {', '.join(ID_SPACES)})")
+    out: list = []
+    n = start
+    for m in range(matches):
+        while True:
+            x = f"sr:match:{n}" if space == "urn" else n
+            n = n - 1 if space == "negative" else n + 1
+            if queue_index(x, queues) == m % queues and x not in out:
+                out.append(x)
+                break
+    return tuple(out)
 
 
 class DriverStuck(RuntimeError):
@@ -170,6 +207,8 @@ class RecoveryDeferralDriver:
         self.without_recovery = bool(config.get("callbacks_without_recovery", False))
         self.events = [tuple(int(x) for x in e) for e in config["events"]]
         self.script = [[i for i, e in enumerate(self.events) if e[0] == p] for p in range(self.producers)]
+        self.id_space = ID_SPACES[seed % len(ID_SPACES)]
+        self.match_ids = event_ids(int(config["matches"]), self.queues, self.id_space, seed)
         self.items = [self._item(i, e) for i, e in enumerate(self.events)]
         self.cv = threading.Condition(threading.Lock())
         self.calls: list[tuple] = []
@@ -195,9 +234,10 @@ class RecoveryDeferralDriver:
     # -- the customer's side ----------------------------------------------------------------------
     def _item(self, i: int, e: tuple) -> Any:
         p, m, k = e
+        eid = self.match_ids[m] if m >= 0 else None
         if k >= 0:
-            return FeedEvent(m, p + 1, k, "odds_change", i + 1, i)
-        return ErrorEvent(p + 1, 0 if k == -1 else -k - 1, m if m >= 0 else None, "unparsable_message", i + 1, i)
+            return FeedEvent(eid, p + 1, k, "odds_change", i + 1, i)
+        return ErrorEvent(p + 1, 0 if k == -1 else -k - 1, eid, "unparsable_message", i + 1, i)
 
     def _record(self, call: tuple) -> None:
         with self.cv:

@@ -50,6 +50,26 @@ CGL = ConcurrentGlobalEventsListener
 
 # -- the bugs: demultiplexing ------------------------------------------------------------------------
 
+from conq.impl.recovery_deferral import feed_listener as _feed_listener  # noqa: E402 - next to its mutants
+
+
+def _java_remainder_index(event_id, queues):
+    """Upstream ``TaskAllocator.calculatePartition``: Java's ``%``, negative for a negative hash (DEV-008)."""
+    h = _events.stable_hash(event_id)
+    r = abs(h) % queues
+    return -r if h < 0 else r
+
+
+def _int_hash_index(event_id, queues):
+    """An integer id hashed as Java's ``Long.hashCode`` (``(int)(id ^ id >>> 32)``) before the modulo:
+    the same queue for every id below 2^31, another one for many larger ids."""
+    if isinstance(event_id, int) and not isinstance(event_id, bool):
+        x = event_id & 0xFFFFFFFFFFFFFFFF
+        h = (x ^ (x >> 32)) & 0xFFFFFFFF
+        return (h - (1 << 32) if h >= 1 << 31 else h) % queues
+    return _events.queue_index(event_id, queues)
+
+
 _orig_hand_off = CFL._hand_off
 _orig_place = TaskPool._place_locked
 _orig_on_error = CFL.on_error
@@ -283,6 +303,11 @@ MUTANTS: dict[str, Mutant] = {
                "per-match order", ((CFL, "on_error", _error_to_random_queue),)),
         Mutant("lifo-queue", "a worker takes the newest task of its queue instead of the oldest", "per-match order",
                ((TaskPool, "_take_locked", _take_newest),)),
+        # seen only on ids of the SDK's real value space (issue 32: the driver's ID_SPACES)
+        Mutant("index-java-remainder", "the queue index is Java's hash % queues, negative for an id whose hash is "
+               "negative (upstream, DEV-008)", "allocation", ((_feed_listener, "queue_index", _java_remainder_index),)),
+        Mutant("index-int-hash", "an integer id is hashed to 32 bits (Java's Long.hashCode) before the modulo: "
+               "large ids land on another queue", "allocation", ((_feed_listener, "queue_index", _int_hash_index),)),
         # Deferring of ProducerUp (REC)
         Mutant("count-after-enqueue", "the tracker counts a task after the queue accepted it (upstream, DEV-009): "
                "a worker may complete it first", "tracker race",
@@ -321,6 +346,8 @@ REQUIREMENTS: dict[str, tuple[str, ...]] = {
     "event-to-random-queue": ("DEMUX-019", "DEMUX-020", "DEMUX-027"),
     "error-to-random-queue": ("DEMUX-021", "DEMUX-025"),
     "lifo-queue": ("DEMUX-021",),
+    "index-java-remainder": ("DEMUX-019", "DEMUX-027"),
+    "index-int-hash": ("DEMUX-019", "DEMUX-027"),
     "count-after-enqueue": ("REC-011", "REC-013"),
     "complete-only-on-success": ("REC-013", "DEMUX-009"),
     "errors-untracked": ("REC-019",),
@@ -435,7 +462,9 @@ def engine_explorer(budget: Budget) -> Detection:
     leaves = budget.count(EXPLORER_LEAVES)
     phases = [(cfg, lambda cfg=cfg: _checker(cfg)[0], lambda cfg=cfg: _short_sequences(cfg, depth)) for cfg in TRACE_CONFIGS]
     phases += [(cfg, lambda cfg=cfg: _checker(cfg)[0], lambda cfg=cfg: _leaf_paths(cfg)[:leaves]) for cfg in TRACE_CONFIGS]
-    det, replayed = replay_until_killed(clock, phases)
+    # sequence i replays with seed i: the seed picks the driver's event ids (driver.ID_SPACES), so the
+    # sequences run on URN strings, large and negative ids, and small ones in turn
+    det, replayed = replay_until_killed(clock, phases, seed_per_sequence=True)
     return det or clock.survived(f"{replayed} paths (every sequence of <= {depth} steps, then {leaves} leaves per "
                                  "configuration) conform", f"{replayed} paths")
 

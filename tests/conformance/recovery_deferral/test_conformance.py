@@ -273,3 +273,45 @@ def test_the_generic_commands_drive_the_recovery_deferral_reference():
     data = json.loads(res.stdout)
     assert data["killed"] == 1 and data["mutants"]["deliver-without-waiting"]["engines"]["schedules"]["killed"]
     assert not data["reference"]["schedules"]["killed"]
+
+
+# -- event ids of the SDK's value space (issue 32) -------------------------------------------------------
+
+
+def test_the_driver_draws_event_ids_from_the_sdks_value_space():
+    from conq.conformance.recovery_deferral.driver import ID_SPACES, event_ids
+    from conq.impl.recovery_deferral.events import queue_index, stable_hash
+
+    ids = {space: event_ids(4, 3, space, seed=7) for space in ID_SPACES}
+    for space, got in ids.items():
+        assert len(set(got)) == 4 and [queue_index(x, 3) for x in got] == [m % 3 for m in range(4)], space
+    assert all(isinstance(x, str) and x.startswith("sr:match:") for x in ids["urn"])
+    assert any(stable_hash(x) < 0 for x in ids["urn"])  # a URN's BLAKE2b hash is negative about half the time
+    assert all(x >= 1 << 40 for x in ids["large"]) and all(stable_hash(x) < 0 for x in ids["negative"])
+    drivers = [RecoveryDeferralDriver(config_dict(conformance_model(MODEL, "reference").config), seed) for seed in range(4)]
+    try:
+        assert {d.id_space for d in drivers} == set(ID_SPACES)  # the seed picks the space
+    finally:
+        for d in drivers:
+            d.cl.close()
+
+
+@pytest.mark.parametrize("name, space", [("index-java-remainder", "negative"), ("index-int-hash", "large")])
+def test_the_allocation_is_checked_on_real_ids_a_bug_small_ids_cannot_show(name, space):
+    """Java's remainder (a negative queue index for a negative hash, DEV-008) and a 32-bit hash of a
+    long id allocate every small non-negative id as the reference does: on the ids the old driver used
+    they are invisible.  On ids of the SDK's value space the checker sees the event on another queue
+    than the model's (or the implementation fail)."""
+    from conq.conformance.recovery_deferral.driver import ID_SPACES
+
+    model = conformance_model(MODEL, "reference")
+    seeds = {sp: [s for s in range(40) if ID_SPACES[s % len(ID_SPACES)] == sp][:6] for sp in ("small", space)}
+    with mutants.MUTANTS[name].applied():
+        checker = Checker(model, InProcess(RecoveryDeferralDriver))
+        try:
+            small = [checker.walk(s, 25) for s in seeds["small"]]
+            real = [checker.walk(s, 25) for s in seeds[space]]
+        finally:
+            checker.impl.close()
+    assert all(r.ok for r in small), [r.divergence.describe() for r in small if not r.ok]
+    assert any(not r.ok for r in real)
