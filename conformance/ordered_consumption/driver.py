@@ -14,10 +14,12 @@ Set-up, from the model configuration and the seed:
 * the clients' clock (:class:`DriverClock`): a back-off, a retry-policy delay or a wait for room in
   the cache waits for the driver (a tick, the delay's end, an erase), never for a duration; delays
   of 0 (settle and receive retries) return at once;
-* the push consumer is started as ``PushConsumer.start`` does, except that the dispatcher and the
-  consumption pool are the driver's: a signal marks the process queue, ``dispatch`` runs
-  ``PushConsumer._dispatch`` on the driver's thread, and every consumption task runs on a thread of
-  its own (the model does not bound concurrent consumptions).  The receive loops are the
+* the push consumer is started by ``PushConsumer.start`` (its public lifecycle: settings, heartbeat,
+  the first rebalance) with the driver's dispatcher and consumption executor (the consumer's
+  ``dispatcher`` and ``consumption_executor`` factories): a signal marks the process queue,
+  ``dispatch`` runs ``PushConsumer._dispatch`` on the driver's thread, and every consumption task
+  runs on a thread of its own (the model does not bound concurrent consumptions); ``close`` shuts it
+  down with ``PushConsumer.shutdown``.  The receive loops are the
   implementation's own threads (``PushConsumer._receive_loop``, spawned through the driver's
   scheduler so that the driver knows them).  The listener waits for the driver's ``consume``.
 
@@ -461,7 +463,7 @@ class OrderedConsumptionDriver:
             group = next(f"group-{k}" for k in range(10_000) if zlib.crc32(f"group-{k}".encode()) % self.queues == g)
         if cached:
             self.main.answer = ("ok", 0.0)
-            self.producer._route(TOPIC)  # the route is cached before the send (seed step 1)
+            self.producer.fetch_route(TOPIC)  # the route is cached before the send (seed step 1)
         txn = self.producer.begin_transaction() if mt is MessageType.TRANSACTION else None
         msg = Message(TOPIC, b"m", group=group)
         self._start("producer", lambda: self.producer.send(msg, txn), "oc-producer")
@@ -496,14 +498,9 @@ class OrderedConsumptionDriver:
             invisible_duration=30.0, long_polling_timeout=0.0, receive_retry_delay=0.0, settle_retry_delay=0.0,
             standard_settle_retry="until_ok" if c.get("settle_retry") else "none",
             evict_at="settled" if c.get("erase_after_settle") else "consumed",
-            clock=DriverClock(self), sched=DriverSched(self), **self._memo_switch())
-        # PushConsumer.start, with the driver's dispatcher and pool
-        pc._started = True
-        pc.settings = self.channel.query_settings(GROUP)
-        self.channel.heartbeat(GROUP, CLIENT)
-        pc._pool = _Pool(self)
-        pc._dispatcher = _Dispatcher(self)
-        pc.rebalance()
+            clock=DriverClock(self), sched=DriverSched(self), consumption_executor=lambda _c: _Pool(self),
+            dispatcher=lambda _c: _Dispatcher(self), **self._memo_switch())
+        pc.start()
 
     def _memo_switch(self) -> dict[str, Any]:
         """``memo_survives_drop`` (the consumer's or each process queue's memo of FIFO outcomes)."""

@@ -138,6 +138,12 @@ class Producer:
             self._writable[topic] = tuple(mq for mq in route if mq.permission.writable)
         return route
 
+    def fetch_route(self, topic: str) -> tuple[MessageQueue, ...]:
+        """The route of ``topic``, fetched and cached now unless it is cached already (seed steps 1-3;
+        upstream fetches the routes of the topics given to ``ProducerBuilder.setTopics`` at start-up,
+        ``ProducerImpl.startUp``).  Raises the channel's ``RpcError`` if the query fails."""
+        return self._route(topic)
+
     def refresh_route(self, topic: str) -> None:
         """Forget the cached route; the next send fetches it again."""
         with self._lock:

@@ -234,7 +234,8 @@ class PushConsumer:
                  long_polling_timeout: float = 30.0, receive_retry_delay: float = 3.0,
                  settle_retry_delay: float = 0.1, standard_settle_retry: str = "none", evict_at: str = "consumed",
                  rebalance_interval: float | None = None, memo_survives_drop: bool = True, clock: Any = None,
-                 sched: Any = REAL) -> None:
+                 sched: Any = REAL, consumption_executor: Callable[[PushConsumer], Any] | None = None,
+                 dispatcher: Callable[[PushConsumer], Any] | None = None) -> None:
         if standard_settle_retry not in ("none", "until_ok"):
             raise ValueError("standard_settle_retry is 'none' (seed) or 'until_ok' (upstream)")
         if evict_at not in ("consumed", "settled"):
@@ -255,6 +256,13 @@ class PushConsumer:
         self.evict_at = evict_at
         self.rebalance_interval = rebalance_interval
         self.memo_survives_drop = memo_survives_drop
+        # what ``start`` runs consumption and dispatch on: factories taking this consumer (an executor:
+        # ``submit(fn) -> bool``, ``stop()``, ``threads``; a dispatcher: ``signal(pq)``, ``stop()``,
+        # ``thread``).  None: ``consumption_threads`` threads of the consumer's own and one dispatcher
+        # thread (upstream lets the application give the consumption executor: PushConsumerBuilder
+        # setConsumptionThreadCount; a conformance driver gives both, to run each step on its own call)
+        self._executor_factory = consumption_executor
+        self._dispatcher_factory = dispatcher
         # C2: the FIFO outcomes the server did not accept, kept by the consumer across rebalances
         self._memo = OutcomeMemo(sched=sched) if memo_survives_drop else None
         # C6: the messages in consumption or settlement, and the redeliveries waiting behind them
@@ -286,8 +294,10 @@ class PushConsumer:
             self._started = True
         self.settings = self.channel.query_settings(self.group)
         self.channel.heartbeat(self.group, self.client_id)
-        self._pool = _Pool(self.consumption_threads, self._sched, f"oc-consume-{self.client_id}")
-        self._dispatcher = _Dispatcher(self, self._sched, f"oc-dispatch-{self.client_id}")
+        self._pool = (self._executor_factory(self) if self._executor_factory is not None
+                      else _Pool(self.consumption_threads, self._sched, f"oc-consume-{self.client_id}"))
+        self._dispatcher = (self._dispatcher_factory(self) if self._dispatcher_factory is not None
+                            else _Dispatcher(self, self._sched, f"oc-dispatch-{self.client_id}"))
         self.rebalance()
         if self.rebalance_interval is not None:
             t = self._sched.spawn(self._rebalance_loop, f"oc-rebalance-{self.client_id}")
