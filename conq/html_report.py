@@ -67,14 +67,20 @@ def slug(text: str) -> str:
 
 
 def bar_chart(values: list[int], *, width: int = 520, height: int = 120, label: str = "") -> dict[str, Any]:
-    """An inline SVG bar chart's geometry (drawn by the template): one bar per value."""
+    """An inline SVG bar chart's geometry (drawn by the template): the bars as one path (small
+    pages: a report has a chart per configuration), the values in the caption."""
     if not values:
-        return {"bars": [], "width": width, "height": height, "max": 0, "label": label, "n": 0}
+        return {"path": "", "width": width, "height": height, "max": 0, "label": label, "n": 0, "counts": []}
     top = max(values) or 1
     w = max(1.0, (width - 40) / len(values))
-    bars = [{"x": 40 + i * w, "y": height - 18 - (height - 30) * v / top, "w": max(w - 1, 1),
-             "h": (height - 30) * v / top, "v": v, "i": i} for i, v in enumerate(values)]
-    return {"bars": bars, "width": width, "height": height, "max": top, "label": label, "n": len(values)}
+    base = height - 18
+    d = []
+    for i, v in enumerate(values):
+        h = (height - 30) * v / top
+        if h > 0:
+            d.append(f"M{40 + i * w:.0f} {base}v{-h:.1f}h{max(w - 1, 1):.1f}v{h:.1f}z")
+    return {"path": "".join(d), "width": width, "height": height, "max": top, "label": label, "n": len(values),
+            "counts": values}
 
 
 def line_chart(points: list[tuple[float, float]], *, width: int = 520, height: int = 160, truth: float | None = None,
@@ -137,6 +143,8 @@ class HtmlReport:
     checks: list[dict[str, Any]] = field(default_factory=list)
     replays: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    #: model -> its properties' claims, listed once (each configuration's table links to them)
+    claims: dict[str, list[dict[str, str]]] = field(default_factory=dict)
     _ids: set[str] = field(default_factory=set)
 
     def _anchor(self, prefix: str, text: str) -> str:
@@ -158,11 +166,16 @@ class HtmlReport:
         problems = list(problems)
         model = ex.model
         anchor = self._anchor("check", label)
+        if model.name not in self.claims:
+            self.claims[model.name] = [{"name": p.name, "kind": p.kind.value, "claim": p.claim,
+                                        "anchor": f"claim-{slug(model.name)}-{slug(p.name)}"} for p in model.property_list()]
+        known = {c["name"]: c["anchor"] for c in self.claims[model.name]}
         expected_set = set(expected or ())
         props = []
         cxs = []
         for v in ex.verdicts:
-            props.append({"name": v.prop.name, "kind": v.prop.kind.value, "claim": v.prop.claim, "status": v.status,
+            props.append({"name": v.prop.name, "kind": v.prop.kind.value, "claim_anchor": known.get(v.prop.name, ""),
+                          "status": v.status,
                           "text": status_text(v.status, ex.states), "detail": v.detail,
                           "expected": v.prop.name in expected_set})
             if v.status == "violated" and v.path is not None:
@@ -233,7 +246,7 @@ class HtmlReport:
             stages.setdefault(r.stage, []).append(r)
         return env.get_template("report.html.j2").render(
             title=self.title, headline=self.headline(), ok=not self.failed, rows=self.rows, stages=stages,
-            checks=self.checks, replays=self.replays, notes=self.notes,
+            checks=self.checks, replays=self.replays, notes=self.notes, claims=self.claims,
             css=(TEMPLATES / "conq.css").read_text(encoding="utf-8"),
             js=(TEMPLATES / "conq.js").read_text(encoding="utf-8"),
         )
