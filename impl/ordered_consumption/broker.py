@@ -243,7 +243,8 @@ class Broker:
     """See the module docstring."""
 
     def __init__(self, *, clock: Any = None, sched: Any = REAL, name: str = "broker",
-                 observer: Observer | None = None, max_invisible_duration: float = 12 * 3600.0) -> None:
+                 observer: Observer | None = None, max_invisible_duration: float = 12 * 3600.0,
+                 max_messages: int = 1_000_000, max_stored_bytes: int = 1 << 30, max_clients: int = 10_000) -> None:
         self.name = name
         self.clock = clock if clock is not None else RealClock(sched)
         self._sched = sched
@@ -255,6 +256,10 @@ class Broker:
         self._observer = observer
         self._max_invisible = max_invisible_duration
         self._txn_seq = 0
+        # what the store may hold (issue 33: a served broker survives any client); the log is never
+        # truncated, so a full store answers every later send INTERNAL_SERVER_ERROR "store full"
+        self._max_messages, self._max_bytes, self._max_clients = max_messages, max_stored_bytes, max_clients
+        self._stored_messages = self._stored_bytes = 0  # under _meta
 
     # ================================================================== lifecycle
     def start(self) -> Broker:
@@ -570,6 +575,14 @@ class Broker:
             wait = bucket.take(self.clock.now())
             if wait is not None:
                 raise RpcError(Code.TOO_MANY_REQUESTS, f"{queue.topic} is throttled", backoff=wait)
+        with self._meta:
+            if (self._stored_messages >= self._max_messages
+                    or self._stored_bytes + len(message.body) > self._max_bytes):
+                raise RpcError(Code.INTERNAL_SERVER_ERROR,
+                               f"store full: {self.name} holds {self._stored_messages} messages of "
+                               f"{self._stored_bytes} bytes (bounds {self._max_messages} and {self._max_bytes})")
+            self._stored_messages += 1
+            self._stored_bytes += len(message.body)
         with q.cond:
             off = len(q.log)
             msg = _Msg(f"{q.uid:04X}{off:012X}", off, message, message_type, transaction_id)
@@ -610,7 +623,10 @@ class Broker:
         with self._meta:
             if not self._running:
                 raise RpcError(Transport.UNAVAILABLE, f"{self.name} is stopped")
-            self._group(group).clients.add(client_id)
+            clients = self._group(group).clients
+            if client_id not in clients and len(clients) >= self._max_clients:
+                raise RpcError(Code.FORBIDDEN, f"consumer group {group} has {len(clients)} clients (the bound)")
+            clients.add(client_id)
 
     def unregister(self, group: str, client_id: str) -> None:
         with self._meta:

@@ -74,6 +74,19 @@ delay messages, lite topics, the server's orphaned-transaction check (``recover_
 command`` on the telemetry stream), message tracing and metrics settings, TLS and authentication
 (``authorization`` metadata is ignored).
 
+Hostile clients (issue 33)
+--------------------------
+Every handler runs under a catch-all (``_guarded``): a request the face cannot take (an unknown enum
+value, a field out of range) is answered ``BAD_REQUEST`` naming the field, a bug of the face's
+``INTERNAL_SERVER_ERROR`` (logged), and the face serves on; ``refused`` counts both.  A call holds a
+worker of the pool for as long as it lasts, so receives (long polls) and telemetry streams are
+bounded (``max_long_polls``, ``max_streams``; by default half and a quarter of ``max_workers``): one
+more is answered ``TOO_MANY_REQUESTS`` at once, and a quarter of the pool is always free for the
+unary RPCs.  RPCs waiting for a worker are bounded by grpcio (``maximum_concurrent_rpcs``: beyond it,
+``RESOURCE_EXHAUSTED``), a request's size by grpcio's 4 MiB default, and the stored messages by the
+broker core.  An AckMessage with no entry is ``BAD_REQUEST`` (upstream's proxy answers
+``INTERNAL_SERVER_ERROR``).
+
 Lifecycle and concurrency
 -------------------------
 ``start()`` binds ``127.0.0.1:0`` and starts a grpcio server on a thread pool of its own;
@@ -90,10 +103,13 @@ the core's own locks serialise the rest.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
+import logging
 import threading
 import time
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Iterator
 
@@ -127,6 +143,7 @@ _PB_TO_TYPE = {v: k for k, v in _TYPE_TO_PB.items()}
 _PERM_TO_PB = {Permission.NONE: pb.NONE, Permission.READ: pb.READ, Permission.WRITE: pb.WRITE,
                Permission.READ_WRITE: pb.READ_WRITE}
 _HANDLE_SEP = "|"
+_log = logging.getLogger("conq.broker.grpc")
 
 
 class _Status(Exception):
@@ -144,6 +161,67 @@ def _status(code: int = Code.OK, message: str = "OK") -> pb.Status:
 
 def _seconds(d: Any) -> float:
     return d.seconds + d.nanos / 1e9
+
+
+class _Abort(Exception):
+    """End the call with a gRPC status (raised inside a handler; the guard calls ``context.abort``)."""
+
+    def __init__(self, code: grpc.StatusCode, details: str) -> None:
+        super().__init__(details)
+        self.code = code
+        self.details = details
+
+
+def _refusal(front: GrpcFront, e: Exception, rpc: str) -> pb.Status:
+    """The status of a request that raised: a value the face or the core cannot take is the client's
+    BAD_REQUEST (the message names the field where the face knows it); anything else is a bug of
+    the face's, answered INTERNAL_SERVER_ERROR and logged.  Either way the face serves on."""
+    if isinstance(e, (ValueError, TypeError, OverflowError, KeyError, IndexError)):
+        front.count_refusal("bad-request")
+        return _status(Code.BAD_REQUEST, f"{rpc}: {e}")
+    front.count_refusal("internal")
+    _log.exception("%s failed", rpc)
+    return _status(Code.INTERNAL_SERVER_ERROR, f"{rpc}: {e!r:.200}")
+
+
+def _guarded(response: Any) -> Any:
+    """A unary handler under a catch-all: every request gets an answer (issue 33)."""
+
+    def wrap(fn: Any) -> Any:
+        @functools.wraps(fn)
+        def handler(self: FrontServicer, request: Any, context: grpc.ServicerContext) -> Any:
+            try:
+                return fn(self, request, context)
+            except _Abort as a:
+                context.abort(a.code, a.details)
+            except grpc.RpcError:
+                raise  # the call itself ended: nobody to answer
+            except Exception as e:  # noqa: BLE001 - see _refusal
+                return response(status=_refusal(self._f, e, fn.__name__))
+
+        return handler
+
+    return wrap
+
+
+def _guarded_stream(response: Any) -> Any:
+    """A streaming handler under a catch-all (see ``_guarded``)."""
+
+    def wrap(fn: Any) -> Any:
+        @functools.wraps(fn)
+        def handler(self: FrontServicer, request: Any, context: grpc.ServicerContext) -> Any:
+            try:
+                yield from fn(self, request, context)
+            except _Abort as a:
+                context.abort(a.code, a.details)
+            except grpc.RpcError:
+                raise  # the call itself ended (the client cancelled a stream): nobody to answer
+            except Exception as e:  # noqa: BLE001 - see _refusal
+                yield response(status=_refusal(self._f, e, fn.__name__))
+
+        return handler
+
+    return wrap
 
 
 def _client_id(context: grpc.ServicerContext) -> str:
@@ -166,12 +244,13 @@ class FrontServicer(sgrpc.MessagingServiceServicer):
             return fn(*args, **kw)
         except RpcError as e:
             if e.code is Transport.UNAVAILABLE:
-                context.abort(grpc.StatusCode.UNAVAILABLE, e.message or "unavailable")
+                raise _Abort(grpc.StatusCode.UNAVAILABLE, e.message or "unavailable") from None
             if e.code is Code.REQUEST_TIMEOUT:
-                context.abort(grpc.StatusCode.DEADLINE_EXCEEDED, e.message or "deadline exceeded")
+                raise _Abort(grpc.StatusCode.DEADLINE_EXCEEDED, e.message or "deadline exceeded") from None
             raise _Status(int(e.code), str(e)) from None
 
     # ------------------------------------------------------------------ routes and membership
+    @_guarded(spb.QueryRouteResponse)
     def QueryRoute(self, request: spb.QueryRouteRequest, context: grpc.ServicerContext) -> spb.QueryRouteResponse:
         try:
             queues = self._call(context, self._f.core.query_route, request.topic.name)
@@ -179,6 +258,7 @@ class FrontServicer(sgrpc.MessagingServiceServicer):
             return spb.QueryRouteResponse(status=_status(s.code, s.message))
         return spb.QueryRouteResponse(status=_status(), message_queues=[self._f.mq_pb(q) for q in queues])
 
+    @_guarded(spb.HeartbeatResponse)
     def Heartbeat(self, request: spb.HeartbeatRequest, context: grpc.ServicerContext) -> spb.HeartbeatResponse:
         if request.group.name:
             try:
@@ -187,6 +267,7 @@ class FrontServicer(sgrpc.MessagingServiceServicer):
                 return spb.HeartbeatResponse(status=_status(s.code, s.message))
         return spb.HeartbeatResponse(status=_status())
 
+    @_guarded(spb.NotifyClientTerminationResponse)
     def NotifyClientTermination(self, request: spb.NotifyClientTerminationRequest,
                                 context: grpc.ServicerContext) -> spb.NotifyClientTerminationResponse:
         if request.group.name:
@@ -197,8 +278,20 @@ class FrontServicer(sgrpc.MessagingServiceServicer):
                 return spb.NotifyClientTerminationResponse(status=_status(s.code, s.message))
         return spb.NotifyClientTerminationResponse(status=_status())
 
+    @_guarded_stream(spb.TelemetryCommand)
     def Telemetry(self, request_iterator: Iterator[spb.TelemetryCommand],
                   context: grpc.ServicerContext) -> Iterator[spb.TelemetryCommand]:
+        if not self._f.take_slot("streams"):
+            yield spb.TelemetryCommand(status=_status(
+                Code.TOO_MANY_REQUESTS, f"{self._f.max_streams} telemetry streams are open (the face's bound)"))
+            return
+        try:
+            yield from self._telemetry(request_iterator, context)
+        finally:
+            self._f.give_slot("streams")
+
+    def _telemetry(self, request_iterator: Iterator[spb.TelemetryCommand],
+                   context: grpc.ServicerContext) -> Iterator[spb.TelemetryCommand]:
         cid = _client_id(context)
         for cmd in request_iterator:
             if not cmd.HasField("settings"):
@@ -211,6 +304,7 @@ class FrontServicer(sgrpc.MessagingServiceServicer):
                 continue
             yield spb.TelemetryCommand(status=_status(), settings=settings)
 
+    @_guarded(spb.QueryAssignmentResponse)
     def QueryAssignment(self, request: spb.QueryAssignmentRequest,
                         context: grpc.ServicerContext) -> spb.QueryAssignmentResponse:
         try:
@@ -222,6 +316,7 @@ class FrontServicer(sgrpc.MessagingServiceServicer):
             status=_status(), assignments=[pb.Assignment(message_queue=self._f.mq_pb(q)) for q in queues])
 
     # ------------------------------------------------------------------ producer
+    @_guarded(spb.SendMessageResponse)
     def SendMessage(self, request: spb.SendMessageRequest, context: grpc.ServicerContext) -> spb.SendMessageResponse:
         entries = []
         for m in request.messages:
@@ -239,6 +334,7 @@ class FrontServicer(sgrpc.MessagingServiceServicer):
             top = _status(pb.MULTIPLE_RESULTS, "multiple results")
         return spb.SendMessageResponse(status=top, entries=entries)
 
+    @_guarded(spb.EndTransactionResponse)
     def EndTransaction(self, request: spb.EndTransactionRequest,
                        context: grpc.ServicerContext) -> spb.EndTransactionResponse:
         mid = self._f.transaction_message(request.transaction_id)
@@ -251,15 +347,31 @@ class FrontServicer(sgrpc.MessagingServiceServicer):
             return spb.EndTransactionResponse(status=_status(s.code, s.message))
         return spb.EndTransactionResponse(status=_status())
 
+    @_guarded(spb.RecallMessageResponse)
     def RecallMessage(self, request: Any, context: grpc.ServicerContext) -> Any:
         return spb.RecallMessageResponse(status=_status(pb.UNSUPPORTED, "the broker core has no recall"))
 
+    @_guarded(spb.SyncLiteSubscriptionResponse)
     def SyncLiteSubscription(self, request: Any, context: grpc.ServicerContext) -> Any:
         return spb.SyncLiteSubscriptionResponse(status=_status(pb.UNSUPPORTED, "the broker core has no lite topics"))
 
     # ------------------------------------------------------------------ consumer
+    @_guarded_stream(spb.ReceiveMessageResponse)
     def ReceiveMessage(self, request: spb.ReceiveMessageRequest,
                        context: grpc.ServicerContext) -> Iterator[spb.ReceiveMessageResponse]:
+        # a receive holds a worker of the pool while it long-polls: at most max_long_polls of them, so
+        # the rest of the pool always answers the other RPCs (issue 33)
+        if not self._f.take_slot("long-polls"):
+            yield spb.ReceiveMessageResponse(status=_status(
+                Code.TOO_MANY_REQUESTS, f"{self._f.max_long_polls} receives are in flight (the face's bound)"))
+            return
+        try:
+            yield from self._receive(request, context)
+        finally:
+            self._f.give_slot("long-polls")
+
+    def _receive(self, request: spb.ReceiveMessageRequest,
+                 context: grpc.ServicerContext) -> Iterator[spb.ReceiveMessageResponse]:
         f = self._f
         try:
             mq = f.queue_of(request.message_queue.topic.name, request.message_queue.id)
@@ -299,7 +411,12 @@ class FrontServicer(sgrpc.MessagingServiceServicer):
         current = self._f.end_renewal(handle)
         return mid, current if current is not None else core_handle
 
+    @_guarded(spb.AckMessageResponse)
     def AckMessage(self, request: spb.AckMessageRequest, context: grpc.ServicerContext) -> spb.AckMessageResponse:
+        if not request.entries:
+            # upstream's proxy (AckMessageActivity) answers INTERNAL_SERVER_ERROR "ack message result is
+            # empty"; an ack of nothing is the client's malformed request, as SendMessage of nothing is
+            return spb.AckMessageResponse(status=_status(Code.BAD_REQUEST, "entries: no entry to acknowledge"))
         entries = []
         for e in request.entries:
             mid, h = self._settle_args(e.receipt_handle, e.message_id)
@@ -314,6 +431,7 @@ class FrontServicer(sgrpc.MessagingServiceServicer):
         top = entries[0].status if len(codes) == 1 else _status(pb.MULTIPLE_RESULTS, "multiple results")
         return spb.AckMessageResponse(status=top, entries=entries)
 
+    @_guarded(spb.ChangeInvisibleDurationResponse)
     def ChangeInvisibleDuration(self, request: spb.ChangeInvisibleDurationRequest,
                                 context: grpc.ServicerContext) -> spb.ChangeInvisibleDurationResponse:
         mid, h = self._settle_args(request.receipt_handle, request.message_id)
@@ -324,6 +442,7 @@ class FrontServicer(sgrpc.MessagingServiceServicer):
             return spb.ChangeInvisibleDurationResponse(status=_status(s.code, s.message))
         return spb.ChangeInvisibleDurationResponse(status=_status(), receipt_handle=f"{mid}{_HANDLE_SEP}{new}")
 
+    @_guarded(spb.ForwardMessageToDeadLetterQueueResponse)
     def ForwardMessageToDeadLetterQueue(self, request: spb.ForwardMessageToDeadLetterQueueRequest,
                                         context: grpc.ServicerContext) -> spb.ForwardMessageToDeadLetterQueueResponse:
         mid, h = self._settle_args(request.receipt_handle, request.message_id)
@@ -357,7 +476,8 @@ class GrpcFront:
     auto-renew (module docstring; counts of what it did in ``renewal_counts``)."""
 
     def __init__(self, broker: Any, *, plan: FaultPlan | None = None, host: str = "127.0.0.1", port: int = 0,
-                 max_workers: int = 64, long_polling: int = 1, max_long_polling: float = 5.0,
+                 max_workers: int = 64, max_long_polls: int | None = None, max_streams: int | None = None,
+                 long_polling: int = 1, max_long_polling: float = 5.0,
                  auto_renew_invisible: float = 5.0, producer_max_attempts: int = 3,
                  servicer_wrapper: Any = None, renew: bool = False, renew_period: float = 0.5,
                  renew_ahead: float = 1.0, renew_max: float = 60.0, invisible_when_clear: float = 1.0) -> None:
@@ -374,6 +494,17 @@ class GrpcFront:
         self.auto_renew_invisible = float(auto_renew_invisible)
         self.producer_max_attempts = int(producer_max_attempts)
         self._max_workers = max_workers
+        # a long poll and a telemetry stream each hold a worker for as long as they last: bounded so that
+        # a quarter of the pool is always left for the unary RPCs (issue 33: 100 long polls delayed
+        # another client's QueryRoute by 4 s)
+        self.max_long_polls = max_long_polls if max_long_polls is not None else max(1, max_workers // 2)
+        self.max_streams = max_streams if max_streams is not None else max(1, max_workers // 4)
+        if self.max_long_polls + self.max_streams >= max_workers:
+            raise ValueError(f"max_long_polls + max_streams must leave workers for the other RPCs "
+                             f"(max_workers {max_workers})")
+        self._slots: Counter = Counter()  # held: "long-polls", "streams" (under _lock)
+        #: requests refused: "long-polls", "streams" (a bound was hit), "bad-request", "internal"
+        self.refused: Counter = Counter()
         self._wrapper = servicer_wrapper
         self._server: grpc.Server | None = None
         self._pool: ThreadPoolExecutor | None = None
@@ -406,7 +537,9 @@ class GrpcFront:
         if self._server is not None:
             raise RuntimeError("already started")
         self._pool = ThreadPoolExecutor(max_workers=self._max_workers, thread_name_prefix="conq-grpc-front")
-        server = grpc.server(self._pool, options=[("grpc.so_reuseport", 0)])
+        # RPCs waiting for a worker are bounded too: beyond, grpcio answers RESOURCE_EXHAUSTED at once
+        server = grpc.server(self._pool, options=[("grpc.so_reuseport", 0)],
+                             maximum_concurrent_rpcs=4 * self._max_workers)
         servicer = FrontServicer(self)
         if self._wrapper is not None:
             servicer = self._wrapper(servicer)
@@ -442,6 +575,31 @@ class GrpcFront:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+    # ------------------------------------------------------------------ bounds
+    def take_slot(self, kind: str) -> bool:
+        """Take one of the bounded slots (``long-polls``, ``streams``); False (counted) when all are held."""
+        bound = self.max_long_polls if kind == "long-polls" else self.max_streams
+        with self._lock:
+            if self._slots[kind] >= bound:
+                self.refused[kind] += 1
+                return False
+            self._slots[kind] += 1
+            return True
+
+    def give_slot(self, kind: str) -> None:
+        with self._lock:
+            self._slots[kind] -= 1
+
+    def count_refusal(self, kind: str) -> None:
+        with self._lock:
+            self.refused[kind] += 1
+
+    @property
+    def long_polls(self) -> int:
+        """Receives in flight now."""
+        with self._lock:
+            return self._slots["long-polls"]
 
     # ------------------------------------------------------------------ translation
     def endpoints_pb(self) -> pb.Endpoints:
@@ -495,6 +653,8 @@ class GrpcFront:
         sp = m.system_properties
         mtype = _PB_TO_TYPE.get(sp.message_type)
         if mtype is None:
+            if sp.message_type not in pb.MessageType.values():
+                raise _Status(Code.BAD_REQUEST, f"system_properties.message_type: unknown value {sp.message_type}")
             raise _Status(pb.UNSUPPORTED, f"message type {pb.MessageType.Name(sp.message_type)} is not supported")
         deliver_at = None
         if sp.HasField("delivery_timestamp"):

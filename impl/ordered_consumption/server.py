@@ -10,9 +10,10 @@ broker that runs in another thread or another process (``conq broker serve``):
 * ``BrokerServer(broker, port=0)`` listens on the loopback interface (port 0: an ephemeral port;
   ``address`` is the bound one) and answers every RPC of the messaging API (``faults.RPCS``) by
   calling the same method of the broker -- or of an ``InProcessChannel`` over it when a
-  ``FaultPlan`` is given, so the seeded fault injection works server side too -- plus, unless
-  ``admin=False``, the broker's administration and observation calls (``ADMIN``: create a topic or
-  a consumer group, pin an assignment, group statistics, ...).
+  ``FaultPlan`` is given, so the seeded fault injection works server side too -- plus, with
+  ``admin=True`` (``conq broker serve --admin``), the broker's administration and observation calls
+  (``ADMIN``: create a topic or a consumer group, pin an assignment, group statistics, ...), which
+  are refused ``FORBIDDEN`` otherwise.
 * ``TcpChannel(address)`` is the client side: it has exactly the methods of ``InProcessChannel``
   (and of ``Broker``) that the producer, the push consumer and the simple consumer call, so any of
   them takes it in place of the in-process channel.  ``admin(name, ...)`` calls ``ADMIN``.
@@ -26,6 +27,29 @@ Wire format (one JSON object per line, UTF-8)
 * answer   ``{"id": N, "result": VALUE}`` or ``{"id": N, "error": {"code": NAME, "transport": BOOL,
   "message": TEXT, "backoff": SECONDS-or-null}}``: an ``RpcError`` crosses the wire with its status
   code (``protocol.Code`` name, or ``protocol.Transport`` name) and the back-off the server chose.
+  Each request is answered exactly once.
+
+What a client cannot do to the server (issue 33: a server survives any client)
+------------------------------------------------------------------------------
+* A request the server cannot apply is answered ``BAD_REQUEST`` whose message starts with the field
+  that is wrong (``request``, ``id``, ``rpc``, ``args[2]``, ``kwargs.topic``, ``args[1].body``, ...):
+  not JSON, nested deeper than any protocol value (``_MAX_DEPTH``), a number JSON cannot carry, an id
+  that is not an integer or a string, an unknown RPC, arguments that do not bind to the broker's
+  method or have the wrong type (checked against the broker's own annotations).  Every request runs
+  under a catch-all: a bug of the server's answers ``INTERNAL_SERVER_ERROR`` and the server serves on.
+  A request whose id cannot be read, and a second request under the id of one still in flight, are
+  answered under id ``null`` (so every id gets exactly one answer).
+* Writes never block the I/O thread: sockets are non-blocking and each connection has an output
+  queue; a client whose queued answers pass ``Limits.max_output`` (it does not read them) is
+  disconnected, and so is one whose line passes ``max_line`` or whose bytes would take the server's
+  total past ``max_buffered``.  Each disconnection is logged with its reason, sent as a last answer
+  (id ``null``) when the wire is between lines, and counted in ``disconnects``.
+* Long polls run on a bounded pool (``max_long_polls`` workers): one more receive is answered
+  ``TOO_MANY_REQUESTS`` with a back-off, which the thin client obeys.  Administration calls are
+  bounded in size (queues per topic, topics, groups, pinned clients, names); the broker bounds the
+  messages it stores (``Broker(max_messages=..., max_stored_bytes=...)``).
+* The I/O loop is the server: if it ever dies, ``failure`` says why and ``done`` is set, so its owner
+  (``conq broker serve``) ends with an error instead of serving nobody.
 
 Values are JSON with tagged objects for the protocol's types (``encode`` / ``decode``): a dataclass
 of ``protocol`` (or ``broker.DeadLetter``) is ``{"$": TYPE, "f": {...}}``, an enum ``{"$e": TYPE,
@@ -43,17 +67,22 @@ for a receive) fails with ``REQUEST_TIMEOUT`` and is cancelled at the server.
 Concurrency argument
 --------------------
 Server: one I/O thread (a ``selectors`` loop over the listening socket, every connection and a
-wake-up socket pair) reads lines.  A request that never waits in the broker (everything but
-``receive_message``) is answered on the I/O thread itself; a receive, which may long-poll, goes to
-a worker of a growing pool (a worker is started only when none is idle, so a long poll never holds
-up an ack; the pool never shrinks, and its size is the largest number of receives in flight at
-once).  ``_lock`` protects the connection
-table, the pool's idle count and thread list, and the stopping flag.  Each connection has a send
-lock (answers are written whole by the thread that computed them; sockets stay blocking, and the
-I/O thread only reads after the selector said a socket is readable) and a table of the requests in
-flight with their cancel tokens, under ``_lock``.  No lock is held while calling the broker.
-``stop()`` wakes the I/O thread, which closes the listening socket, shuts every connection down and
-cancels every call in flight; then the workers are told to exit and every thread is joined.
+wake-up socket pair) reads lines, writes queued output when a socket is writable, accepts and
+closes connections; only it touches the selector.  A request that never waits in the broker
+(everything but ``receive_message``) is answered on the I/O thread itself; a receive, which may
+long-poll, goes to a worker of a bounded pool (a worker is started only when none is idle, so a long
+poll never holds up an ack).  ``_lock`` protects the connection table, the pool's idle count and
+thread list, the buffered-bytes total, the requests for the I/O thread (connections to watch for
+writability, connections to close), the counters and the stopping flag; each connection's table of
+requests in flight with their cancel tokens is under it too.  Each connection's ``lock`` protects its
+output queue and the socket's life: any thread appends an answer and, if the queue was empty, tries
+one non-blocking send first; the rest is written by the I/O thread; the I/O thread closes a socket
+under that lock, so no thread ever writes to a closed (or reused) descriptor.  Other threads ask the
+I/O thread for something (watch a socket, close a connection) through the sets under ``_lock`` and a
+byte on the wake-up pair.  Lock order: a connection's ``lock`` -> ``_lock``; no lock is held while
+calling the broker.  ``stop()`` wakes the I/O thread, which closes the listening socket, closes every
+connection and cancels every call in flight; then the workers are told to exit and every thread is
+joined.
 
 Client: one reader thread per connection delivers answers to the waiting callers (a slot per call,
 each with its own condition); callers write whole lines under the send lock.  ``_lock`` protects the
@@ -68,13 +97,21 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import functools
+import inspect
 import json
+import logging
+import math
 import queue
+import re
 import selectors
 import socket
 import threading
 import time
-from collections import Counter
+import types
+import typing
+from collections import Counter, deque
+from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
@@ -96,7 +133,7 @@ from conq.impl.ordered_consumption.protocol import (
     Transport,
 )
 
-__all__ = ["ADMIN", "BrokerServer", "ServedBroker", "TcpChannel", "decode", "encode"]
+__all__ = ["ADMIN", "BrokerServer", "Limits", "ServedBroker", "TcpChannel", "decode", "encode"]
 
 #: broker calls beyond the messaging API that the server also answers (unless admin=False)
 ADMIN = ("create_topic", "create_consumer_group", "pin_assignment", "expire_now", "group_stats", "unsettled",
@@ -108,7 +145,8 @@ _BLOCKING = frozenset({"receive_message"})
 _TYPES = {c.__name__: c for c in (MessageQueue, Message, SendReceipt, ReceivedMessage, GroupSettings, RetryPolicy,
                                    DeadLetter)}
 _ENUMS = {c.__name__: c for c in (Permission, MessageType, Code, Transport, ConsumeResult)}
-_MAX_LINE = 16 * 1024 * 1024
+#: a wire value nests at most this deep (a protocol value: 4 levels)
+_MAX_DEPTH = 32
 
 
 # ====================================================================== codec
@@ -133,42 +171,74 @@ def encode(obj: Any) -> Any:
     raise TypeError(f"cannot send a {type(obj).__name__} over the wire")
 
 
-def decode(obj: Any) -> Any:
-    """The inverse of ``encode``; ValueError on anything it would not have produced."""
+class _WireError(ValueError):
+    """A value the wire codec will not build; ``path`` names where in the request it is."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path = path
+        self.reason = reason
+
+
+def decode(obj: Any, path: str = "value", depth: int = 0) -> Any:
+    """The inverse of ``encode``; ValueError (naming where: ``path``) on anything it would not have
+    produced, including a value nested deeper than any protocol value is."""
     if obj is None or isinstance(obj, (bool, int, float, str)):
         return obj
+    if depth >= _MAX_DEPTH:
+        raise _WireError(path, f"nested deeper than {_MAX_DEPTH} levels")
     if isinstance(obj, list):
-        return [decode(x) for x in obj]
+        return [decode(x, f"{path}[{i}]", depth + 1) for i, x in enumerate(obj)]
     if not isinstance(obj, dict) or len(obj) not in (1, 2):
-        raise ValueError(f"not a wire value: {obj!r:.80}")
+        raise _WireError(path, f"not a wire value: {obj!r:.80}")
+    try:
+        return _decode_tagged(obj, path, depth)
+    except _WireError:
+        raise
+    except (TypeError, ValueError) as e:  # a malformed tagged value: a wrong type inside it
+        raise _WireError(path, f"{type(e).__name__}: {e}") from None
+
+
+def _decode_tagged(obj: dict, path: str, depth: int) -> Any:
     if "$e" in obj:
         enum = _ENUMS.get(obj["$e"])
         if enum is None or obj.get("v") not in enum.__members__:
-            raise ValueError(f"unknown enum value {obj!r:.80}")
+            raise _WireError(path, f"unknown enum value {obj!r:.80}")
         return enum[obj["v"]]
     if "$b" in obj:
         return base64.b64decode(obj["$b"], validate=True)
     if "$t" in obj:
-        return tuple(decode(x) for x in _list(obj["$t"]))
+        return tuple(decode(x, f"{path}[{i}]", depth + 1) for i, x in enumerate(_list(obj["$t"], path)))
     if "$s" in obj:
-        return frozenset(decode(x) for x in _list(obj["$s"]))
+        return frozenset(decode(x, f"{path}[{i}]", depth + 1) for i, x in enumerate(_list(obj["$s"], path)))
     if "$d" in obj:
-        return {decode(k): decode(v) for k, v in _list(obj["$d"])}
+        out = {}
+        for i, kv in enumerate(_list(obj["$d"], path)):
+            if not isinstance(kv, list) or len(kv) != 2:
+                raise _WireError(f"{path}[{i}]", "a dict entry is a [key, value] pair")
+            out[decode(kv[0], f"{path}[{i}]", depth + 1)] = decode(kv[1], f"{path}[{i}]", depth + 1)
+        return out
     if "$" in obj:
         cls = _TYPES.get(obj["$"])
         fields = obj.get("f")
         if cls is None or not isinstance(fields, dict):
-            raise ValueError(f"unknown type {obj.get('$')!r:.80}")
+            raise _WireError(path, f"unknown type {obj.get('$')!r:.80}")
+        hints = _hints(cls)
         names = {f.name for f in dataclasses.fields(cls)}
         if not set(fields) <= names:
-            raise ValueError(f"{cls.__name__} has no field(s) {sorted(set(fields) - names)}")
-        return cls(**{k: decode(v) for k, v in fields.items()})
-    raise ValueError(f"not a wire value: {obj!r:.80}")
+            raise _WireError(path, f"{cls.__name__} has no field(s) {sorted(set(fields) - names)}")
+        values = {k: decode(v, f"{path}.{k}", depth + 1) for k, v in fields.items()}
+        for k, v in values.items():
+            if not _fits(v, hints[k]):
+                raise _WireError(f"{path}.{k}", f"{cls.__name__}.{k}: expected {_hint_name(hints[k])}, "
+                                                f"got {type(v).__name__}")
+        return cls(**values)
+    raise _WireError(path, f"not a wire value: {obj!r:.80}")
 
 
-def _list(x: Any) -> list:
+def _list(x: Any, path: str = "value") -> list:
     if not isinstance(x, list):
-        raise ValueError(f"expected a list, got {x!r:.80}")
+        raise _WireError(path, f"expected a list, got {x!r:.80}")
     return x
 
 
@@ -190,30 +260,117 @@ def _line(doc: dict) -> bytes:
 
 
 # ====================================================================== server
+@dataclass(frozen=True)
+class Limits:
+    """What any one client may cost the server (issue 33: a server survives any client).  Each bound,
+    when hit, is answered with an error that names it; none of them is ever reached by the thin
+    client's own traffic at the sizes the tests and the main job use."""
+
+    #: one request line (a 4 MiB message body, base64-encoded, fits)
+    max_line: int = 8 << 20
+    #: answers queued for one connection whose client does not read them: over it, disconnected
+    max_output: int = 8 << 20
+    #: input and output bytes buffered over all connections: the connection that would pass it is
+    #: disconnected
+    max_buffered: int = 128 << 20
+    #: open connections: one more is answered with the reason and closed
+    max_connections: int = 1024
+    #: worker threads, i.e. receives (long polls) in flight at once: one more is answered
+    #: TOO_MANY_REQUESTS with ``long_poll_backoff`` (the thin client's throttling rules apply)
+    max_long_polls: int = 64
+    long_poll_backoff: float = 0.5
+    #: administration: topics and consumer groups created over the wire, queues per topic, pinned
+    #: clients, length of a name
+    max_topics: int = 256
+    max_queues: int = 256
+    max_groups: int = 256
+    max_pins: int = 4096
+    max_name: int = 255
+
+
+class _Refused(Exception):
+    """A request refused before it reached the broker; ``field`` names what was wrong with it."""
+
+    def __init__(self, field: str, message: str, *, code: Code = Code.BAD_REQUEST, backoff: float | None = None,
+                 echo: bool = True) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.code = code
+        self.backoff = backoff
+        self.echo = echo  # answer under the request's id (False: under id null, e.g. a duplicate id)
+
+
+def _parse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number the protocol accepts")
+
+
+def _parse_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text} is out of range")
+    return value
+
+
+def _fits(value: Any, hint: Any) -> bool:
+    """Whether a decoded wire value has the type a broker method (or protocol field) declares."""
+    if hint is Any or hint is object:
+        return True
+    if hint is None or hint is type(None):
+        return value is None
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        return any(_fits(value, h) for h in typing.get_args(hint))
+    if origin is not None:
+        hint = origin
+    if hint is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(hint, type) and isinstance(value, hint)
+
+
+def _hint_name(hint: Any) -> str:
+    return getattr(hint, "__name__", None) or str(hint).replace("typing.", "")
+
+
+@functools.lru_cache(maxsize=None)
+def _hints(fn: Any) -> dict[str, Any]:
+    return typing.get_type_hints(fn)
+
+
+@functools.lru_cache(maxsize=None)
+def _signature(rpc: str) -> tuple[inspect.Signature, dict[str, Any]]:
+    """The broker's own declaration of an RPC: what a request's arguments are checked against."""
+    fn = getattr(Broker, rpc)
+    sig = inspect.signature(fn)
+    return sig.replace(parameters=list(sig.parameters.values())[1:]), _hints(fn)
+
+
 class _Conn:
-    __slots__ = ("buf", "closed", "inflight", "send_lock", "sock")
+    __slots__ = ("buf", "closed", "closing", "inflight", "lock", "mid_line", "out", "out_bytes", "peer", "scanned",
+                 "sock", "writing")
 
-    def __init__(self, sock: socket.socket) -> None:
+    def __init__(self, sock: socket.socket, peer: str) -> None:
         self.sock = sock
-        self.buf = bytearray()
-        self.send_lock = threading.Lock()
+        self.peer = peer
+        self.buf = bytearray()  # the I/O thread's: input not yet split into lines
+        self.scanned = 0  # how much of buf is known to hold no newline
         self.inflight: dict[Any, Cancel] = {}  # request id -> its cancel token (under the server's _lock)
+        # under lock: the output queue and the socket's life
+        self.lock = threading.Lock()
+        self.out: deque[memoryview] = deque()
+        self.out_bytes = 0
+        self.mid_line = False  # part of a line is on the wire: nothing else may be written before the rest
+        self.writing = False  # the I/O thread is (or was asked to be) watching the socket for writability
+        self.closing: str | None = None  # why the server is disconnecting this client
         self.closed = False
-
-    def send(self, doc: dict) -> None:
-        data = _line(doc)
-        with self.send_lock:
-            try:
-                self.sock.sendall(data)
-            except OSError:
-                pass  # the client went away; its calls fail on its side
 
 
 class BrokerServer:
     """See the module docstring."""
 
     def __init__(self, broker: Broker, *, host: str = "127.0.0.1", port: int = 0, faults: FaultPlan | None = None,
-                 admin: bool = True, name: str = "oc-server") -> None:
+                 admin: bool = False, limits: Limits = Limits(), name: str = "oc-server") -> None:
         if host not in LOOPBACK:
             raise ValueError(f"the broker server listens on the loopback interface only ({', '.join(LOOPBACK)})")
         if not 0 <= port <= 65535:
@@ -222,13 +379,20 @@ class BrokerServer:
         #: what requests are applied to: the broker, or a fault-injecting channel over it
         self.target: Any = InProcessChannel(broker, faults) if faults is not None else broker
         self.admin = admin
+        self.limits = limits
         self.name = name
+        self.log = logging.getLogger(f"conq.broker.server.{name}")
         self._host, self._port = host, port
         self._lock = threading.Lock()
         self._conns: dict[socket.socket, _Conn] = {}
         self._tasks: queue.SimpleQueue = queue.SimpleQueue()
         self._workers: list[threading.Thread] = []
         self._idle = 0
+        self._buffered = 0  # input + output bytes held for all connections (under _lock)
+        self._wants: set[_Conn] = set()  # connections with output for the I/O thread to watch (under _lock)
+        self._to_close: set[_Conn] = set()  # connections other threads disconnected (under _lock)
+        self._created: Counter = Counter()  # topics, groups created over the wire (under _lock)
+        self._pinned: set[tuple[str, str]] = set()
         self._stopping = False
         self._started = False
         self._sel: selectors.BaseSelector | None = None
@@ -239,6 +403,13 @@ class BrokerServer:
         self.address: tuple[str, int] | None = None
         self.requests: Counter = Counter()
         self.connections = 0
+        #: requests refused before reaching the broker, by the field or bound named in the answer
+        self.refused: Counter = Counter()
+        #: clients the server disconnected, by reason ("output", "buffered", "line", "connections", "internal")
+        self.disconnects: Counter = Counter()
+        #: set when the I/O loop has ended, for whatever reason; ``failure`` says why if it died
+        self.done = threading.Event()
+        self.failure: BaseException | None = None
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> BrokerServer:
@@ -252,12 +423,15 @@ class BrokerServer:
             lst.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             lst.bind((self._host, self._port))
             lst.listen(128)
+            lst.setblocking(False)
         except OSError:
             lst.close()
             raise
         self._listener = lst
         self.address = lst.getsockname()[:2]
         self._wake_r, self._wake_w = socket.socketpair()
+        self._wake_r.setblocking(False)
+        self._wake_w.setblocking(False)
         self._sel = selectors.DefaultSelector()
         self._sel.register(lst, selectors.EVENT_READ, "accept")
         self._sel.register(self._wake_r, selectors.EVENT_READ, "wake")
@@ -271,10 +445,7 @@ class BrokerServer:
             if not self._started or self._stopping:
                 return
             self._stopping = True
-        try:
-            self._wake_w.send(b"x")
-        except OSError:
-            pass
+        self._wake()
         self._io.join(timeout)
         with self._lock:  # the I/O thread is the only one that starts workers, and it has ended
             workers = list(self._workers)
@@ -286,16 +457,38 @@ class BrokerServer:
         if stuck:
             raise RuntimeError(f"threads still running after {timeout}s: {stuck}")
 
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until the I/O loop has ended (``stop()``, or it died: then ``failure`` says why)."""
+        return self.done.wait(timeout)
+
     @property
     def url(self) -> str:
         host, port = self.address
         return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+    @property
+    def buffered(self) -> int:
+        """Input and output bytes the server holds for its clients now (at most ``limits.max_buffered``)."""
+        with self._lock:
+            return self._buffered
+
+    @property
+    def workers(self) -> int:
+        """Worker threads started so far (at most ``limits.max_long_polls``)."""
+        with self._lock:
+            return len(self._workers)
 
     def __enter__(self) -> BrokerServer:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+    def _wake(self) -> None:
+        try:
+            self._wake_w.send(b"x")
+        except (BlockingIOError, OSError):
+            pass  # a wake-up is already pending, or the server is gone
 
     # ------------------------------------------------------------------ I/O thread
     def _io_loop(self) -> None:
@@ -305,108 +498,424 @@ class BrokerServer:
                 with self._lock:
                     if self._stopping:
                         break
-                for key, _ in sel.select():
-                    if key.data == "wake":
-                        self._wake_r.recv(64)
-                    elif key.data == "accept":
+                for key, mask in sel.select():
+                    conn = key.data
+                    if conn == "wake":
+                        self._woken()
+                    elif conn == "accept":
                         self._accept()
-                    else:
-                        self._read(key.data)
+                    elif not conn.closed:
+                        try:
+                            if mask & selectors.EVENT_WRITE:
+                                self._flush(conn)
+                            if mask & selectors.EVENT_READ and not conn.closed:
+                                self._read(conn)
+                        except Exception as e:  # noqa: BLE001 - one client's fault ends that client only
+                            self.log.exception("%s: internal error, disconnected", conn.peer)
+                            self._disconnect(conn, "internal", f"internal error: {e!r:.200}")
+                            self._close(conn)
+        except BaseException as e:  # the loop died: every client is disconnected and the owner is told
+            self.failure = e
+            self.log.critical("the I/O loop died: %r", e, exc_info=True)
         finally:
-            self._shutdown_io()
+            try:
+                self._shutdown_io()
+            finally:
+                self.done.set()
+
+    def _woken(self) -> None:
+        try:
+            while self._wake_r.recv(4096):
+                pass
+        except (BlockingIOError, InterruptedError):
+            pass
+        with self._lock:
+            wants, self._wants = self._wants, set()
+            doomed, self._to_close = self._to_close, set()
+        for conn in doomed:
+            self._close(conn)
+        for conn in wants:
+            if not conn.closed:
+                self._sel.modify(conn.sock, selectors.EVENT_READ | selectors.EVENT_WRITE, conn)
 
     def _accept(self) -> None:
         try:
-            sock, _ = self._listener.accept()
+            sock, peer = self._listener.accept()
         except OSError:
             return
-        sock.setblocking(True)
+        sock.setblocking(False)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        conn = _Conn(sock)
+        conn = _Conn(sock, f"{peer[0]}:{peer[1]}")
         with self._lock:
-            self._conns[sock] = conn
-            self.connections += 1
+            full = len(self._conns) >= self.limits.max_connections
+            if not full:
+                self._conns[sock] = conn
+                self.connections += 1
+        if full:
+            self._disconnect(conn, "connections",
+                             f"the server has {self.limits.max_connections} connections open (its bound)")
+            conn.closed = True
+            sock.close()
+            return
         self._sel.register(sock, selectors.EVENT_READ, conn)
+
+    def _reserve(self, n: int) -> bool:
+        with self._lock:
+            if self._buffered + n > self.limits.max_buffered:
+                return False
+            self._buffered += n
+            return True
+
+    def _release(self, n: int) -> None:
+        if n:
+            with self._lock:
+                self._buffered -= n
 
     def _read(self, conn: _Conn) -> None:
         try:
             data = conn.sock.recv(65536)
+        except (BlockingIOError, InterruptedError):
+            return
         except OSError:
             data = b""
         if not data:
-            self._drop(conn)
+            self._close(conn)
+            return
+        if not self._reserve(len(data)):
+            self._disconnect(conn, "buffered", f"the server holds {self.limits.max_buffered} bytes of unanswered "
+                                               "input and queued output for its clients (its bound)")
+            self._close(conn)
             return
         conn.buf += data
         while True:
-            i = conn.buf.find(b"\n")
+            i = conn.buf.find(b"\n", conn.scanned)
             if i < 0:
-                if len(conn.buf) > _MAX_LINE:
-                    self._drop(conn)
+                conn.scanned = len(conn.buf)
+                if len(conn.buf) > self.limits.max_line:
+                    self._disconnect(conn, "line", f"a request line is longer than {self.limits.max_line} bytes "
+                                                   "(the server's bound)")
+                    self._close(conn)
                 return
             raw = bytes(conn.buf[:i])
             del conn.buf[: i + 1]
+            conn.scanned = 0
+            self._release(i + 1)
             if raw.strip():
                 self._request(conn, raw)
+            if conn.closed or conn.closing:
+                return
 
-    def _request(self, conn: _Conn, raw: bytes) -> None:
-        try:
-            doc = json.loads(raw)
-            if not isinstance(doc, dict):
-                raise ValueError("a request is a JSON object")
-        except ValueError as e:
-            conn.send({"id": None, "error": _error_doc(RpcError(Code.BAD_REQUEST, f"malformed request: {e}"))})
+    def _close(self, conn: _Conn) -> None:
+        """I/O thread: forget the connection, close its socket, cancel its calls in flight."""
+        if conn.closed:
             return
-        if "cancel" in doc:
-            with self._lock:
-                token = conn.inflight.get(doc["cancel"])
-            if token is not None:
-                token.cancel()
-            return
-        rid = doc.get("id")
-        token = Cancel(f"request {rid}")
-        blocking = doc.get("rpc") in _BLOCKING
-        with self._lock:
-            conn.inflight[rid] = token
-            start_worker = blocking and self._idle == 0
-            if blocking and not start_worker:
-                self._idle -= 1
-            if start_worker:
-                t = threading.Thread(target=self._work, name=f"{self.name}-worker-{len(self._workers)}")
-                self._workers.append(t)
-        if not blocking:  # never waits in the broker: answered here, one thread hand-off less
-            self._answer(conn, rid, doc, token)
-            return
-        self._tasks.put((conn, rid, doc, token))
-        if start_worker:
-            t.start()
-
-    def _drop(self, conn: _Conn) -> None:
         try:
             self._sel.unregister(conn.sock)
         except (KeyError, ValueError):
             pass
         with self._lock:
             self._conns.pop(conn.sock, None)
-            conn.closed = True
+            self._wants.discard(conn)
             tokens = list(conn.inflight.values())
-            last = not conn.inflight
-        try:  # first: no answer computed from now on reaches the client (calls in flight fail UNAVAILABLE)
-            conn.sock.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
+        with conn.lock:  # a worker answering now sees ``closed`` and writes nothing
+            conn.closed = True
+            held = conn.out_bytes + len(conn.buf)
+            conn.out.clear()
+            conn.out_bytes = 0
+            conn.buf = bytearray()
+            try:
+                conn.sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            conn.sock.close()
+        self._release(held)
         for t in tokens:
             t.cancel()  # the client is gone, or the server stops: its long polls end
-        if last:
-            conn.sock.close()  # otherwise the last worker to answer closes it
+
+    def _disconnect(self, conn: _Conn, kind: str, reason: str) -> None:
+        """Any thread: end a client the server will not serve any more, with the reason logged and, when
+        the wire is between lines, sent as a last answer (id null).  The I/O thread closes it."""
+        with conn.lock:
+            if conn.closing or conn.closed:
+                return
+            conn.closing = reason
+            dropped = conn.out_bytes
+            conn.out.clear()
+            conn.out_bytes = 0
+            if not conn.mid_line:
+                try:  # best effort, never blocking: the client may not be reading at all
+                    conn.sock.send(_line({"id": None, "error": {"code": Code.BAD_REQUEST.name, "transport": False,
+                                                                 "message": f"disconnected: {reason}",
+                                                                 "backoff": None}}))
+                except OSError:
+                    pass
+        self._release(dropped)
+        with self._lock:
+            self.disconnects[kind] += 1
+            if threading.current_thread() is not self._io:
+                self._to_close.add(conn)
+        self.log.warning("%s disconnected: %s", conn.peer, reason)
+        if threading.current_thread() is not self._io:
+            self._wake()
 
     def _shutdown_io(self) -> None:
         with self._lock:
             conns = list(self._conns.values())
         for c in conns:
-            self._drop(c)
+            self._close(c)
         self._sel.unregister(self._listener)
         self._listener.close()
         self._sel.close()
+
+    # ------------------------------------------------------------------ output (any thread, never blocking)
+    def _send(self, conn: _Conn, doc: dict) -> None:
+        data = memoryview(_line(doc))
+        over: str | None = None
+        watch = False
+        with conn.lock:
+            if conn.closed or conn.closing:
+                return
+            if not conn.out:
+                try:
+                    n = conn.sock.send(data)
+                except (BlockingIOError, InterruptedError):
+                    n = 0
+                except OSError:
+                    return  # the client went away: the I/O thread sees it
+                data = data[n:]
+                conn.mid_line = bool(data) and n > 0
+            if data:
+                if conn.out_bytes + len(data) > self.limits.max_output:
+                    over = "output"
+                elif not self._reserve(len(data)):
+                    over = "buffered"
+                else:
+                    conn.out.append(data)
+                    conn.out_bytes += len(data)
+                    watch, conn.writing = not conn.writing, True
+        if over == "output":
+            self._disconnect(conn, "output", f"more than {self.limits.max_output} bytes of answers wait for this "
+                                             "client, which does not read them (the server's bound)")
+        elif over == "buffered":
+            self._disconnect(conn, "buffered", f"the server holds {self.limits.max_buffered} bytes of unanswered "
+                                               "input and queued output for its clients (its bound)")
+        elif watch:
+            if threading.current_thread() is self._io:
+                self._sel.modify(conn.sock, selectors.EVENT_READ | selectors.EVENT_WRITE, conn)
+            else:
+                with self._lock:
+                    self._wants.add(conn)
+                self._wake()
+
+    def _flush(self, conn: _Conn) -> None:
+        """I/O thread: write what the socket takes of the connection's output queue."""
+        sent, done, gone = 0, False, False
+        with conn.lock:
+            if conn.closed:
+                return
+            while conn.out:
+                chunk = conn.out[0]
+                try:
+                    n = conn.sock.send(chunk)
+                except (BlockingIOError, InterruptedError):
+                    break
+                except OSError:
+                    gone = True
+                    break
+                sent += n
+                if n < len(chunk):
+                    conn.out[0] = chunk[n:]
+                    conn.mid_line = True
+                    break
+                conn.out.popleft()
+                conn.mid_line = False
+            conn.out_bytes -= sent
+            if not conn.out:
+                done, conn.writing = True, False
+        self._release(sent)
+        if gone:
+            self._close(conn)
+        elif done:
+            self._sel.modify(conn.sock, selectors.EVENT_READ, conn)
+
+    # ------------------------------------------------------------------ requests
+    def _request(self, conn: _Conn, raw: bytes) -> None:
+        """One request line, under a catch-all: whatever the line holds, the client gets an answer
+        (or nothing, for a cancel) and the server serves on."""
+        rid = None
+        try:
+            doc = self._parse(raw)
+            if "cancel" in doc:
+                self._cancel(conn, doc)
+                return
+            rid = self._id(doc)
+            rpc = self._rpc(doc)
+            args, kwargs = self._arguments(doc, rpc)
+            self._dispatch(conn, rid, rpc, args, kwargs)
+        except _Refused as r:
+            with self._lock:
+                self.refused[re.split(r"[.\[]", r.field, maxsplit=1)[0]] += 1
+            self._send(conn, {"id": rid if r.echo else None,
+                              "error": _error_doc(RpcError(r.code, str(r), backoff=r.backoff))})
+        except Exception as e:  # noqa: BLE001 - a bug of the server's: this request fails, the server serves on
+            self.log.exception("%s: request %r failed", conn.peer, rid)
+            self._send(conn, {"id": rid, "error": _error_doc(RpcError(Code.INTERNAL_SERVER_ERROR, f"{e!r:.200}"))})
+
+    @staticmethod
+    def _parse(raw: bytes) -> dict:
+        try:
+            doc = json.loads(raw, parse_constant=_parse_constant, parse_float=_parse_float)
+        except RecursionError:
+            raise _Refused("request", "nested too deeply to be a request") from None
+        except (ValueError, UnicodeDecodeError) as e:
+            raise _Refused("request", f"not JSON: {e}") from None
+        if not isinstance(doc, dict):
+            raise _Refused("request", f"a request is a JSON object, got {type(doc).__name__}")
+        unknown = set(doc) - {"id", "rpc", "args", "kwargs", "cancel"}
+        if unknown:
+            raise _Refused("request", f"unknown field {sorted(unknown)[0][:40]!r} (a request has id, rpc, args, "
+                                      "kwargs; a cancellation has cancel)")
+        return doc
+
+    def _cancel(self, conn: _Conn, doc: dict) -> None:
+        rid = doc["cancel"]
+        if isinstance(rid, bool) or not isinstance(rid, (int, str)):
+            raise _Refused("cancel", f"expected a request id (an integer or a string), got {type(rid).__name__}",
+                           echo=False)
+        with self._lock:
+            token = conn.inflight.get(rid)
+        if token is not None:
+            token.cancel()
+
+    @staticmethod
+    def _id(doc: dict) -> Any:
+        rid = doc.get("id")
+        if isinstance(rid, bool) or not isinstance(rid, (int, str)):
+            raise _Refused("id", f"expected an integer or a string, got {json.dumps(rid)[:40]}", echo=False)
+        return rid
+
+    def _rpc(self, doc: dict) -> str:
+        rpc = doc.get("rpc")
+        if not isinstance(rpc, str):
+            raise _Refused("rpc", f"expected the name of an RPC, got {json.dumps(rpc)[:40]}")
+        if rpc in ADMIN and not self.admin:
+            raise _Refused("rpc", f"{rpc!r} is an administration call and administration is off "
+                                  "(conq broker serve --admin)", code=Code.FORBIDDEN)
+        if rpc not in RPCS and rpc not in ADMIN:
+            raise _Refused("rpc", f"unknown RPC {rpc[:80]!r}")
+        return rpc
+
+    def _arguments(self, doc: dict, rpc: str) -> tuple[list, dict]:
+        raw_args, raw_kwargs = doc.get("args", []), doc.get("kwargs", {})
+        if not isinstance(raw_args, list):
+            raise _Refused("args", f"expected a list, got {type(raw_args).__name__}")
+        if not isinstance(raw_kwargs, dict):
+            raise _Refused("kwargs", f"expected an object, got {type(raw_kwargs).__name__}")
+        try:
+            args = [decode(a, f"args[{i}]") for i, a in enumerate(raw_args)]
+            kwargs = {k: decode(v, f"kwargs.{k}") for k, v in raw_kwargs.items()}
+        except _WireError as e:
+            raise _Refused(e.path, e.reason) from None
+        kwargs.pop("cancel", None)  # a cancel token is the server's, tied to the request id
+        if rpc == "receive_message":
+            args = args[:5]
+        sig, hints = _signature(rpc)
+        try:
+            bound = sig.bind(*args, **kwargs)
+        except TypeError as e:
+            raise _Refused("args", f"{rpc}: {e}") from None
+        names = list(sig.parameters)
+        for pname, value in bound.arguments.items():
+            hint = hints.get(pname)
+            if hint is not None and not _fits(value, hint):
+                where = f"args[{names.index(pname)}]" if names.index(pname) < len(args) else f"kwargs.{pname}"
+                raise _Refused(where, f"{rpc} {pname}: expected {_hint_name(hint)}, got {type(value).__name__}")
+        if rpc in ADMIN:
+            self._admin_bounds(rpc, bound.arguments)
+        return args, kwargs
+
+    def _admin_bounds(self, rpc: str, a: dict) -> None:
+        """Size bounds of the administration calls (the broker itself takes any size)."""
+        lim = self.limits
+
+        def name(field: str) -> None:
+            if not 1 <= len(a[field]) <= lim.max_name:
+                raise _Refused(field, f"{rpc}: a name is 1 to {lim.max_name} characters")
+
+        def count(kind: str, bound: int) -> None:
+            with self._lock:
+                if self._created[kind] >= bound:
+                    raise _Refused(kind, f"{rpc}: the server has created its bound of {bound} {kind} over the wire",
+                                   code=Code.FORBIDDEN)
+
+        if rpc == "create_topic":
+            name("name")
+            n = a.get("queues", 4)
+            if not 1 <= n <= lim.max_queues:
+                raise _Refused("queues", f"create_topic: {n} queues; a topic has 1 to {lim.max_queues} "
+                                         "(the server's bound)")
+            for per_queue in ("accept_types", "permissions"):
+                if a.get(per_queue) is not None and len(a[per_queue]) != n:
+                    raise _Refused(per_queue, f"create_topic: one entry per queue ({n}), got {len(a[per_queue])}")
+            for i, acc in enumerate(a.get("accept_types") or ()):
+                if not isinstance(acc, (list, tuple, frozenset)) or not all(isinstance(t, MessageType) for t in acc):
+                    raise _Refused(f"accept_types[{i}]", "create_topic: a set of MessageType values")
+            if not all(isinstance(p, Permission) for p in a.get("permissions") or ()):
+                raise _Refused("permissions", "create_topic: one Permission value per queue")
+            brokers = a.get("brokers", ("broker-0",))
+            if not 1 <= len(brokers) <= n or not all(isinstance(b, str) and 0 < len(b) <= lim.max_name
+                                                     for b in brokers):
+                raise _Refused("brokers", f"create_topic: 1 to {n} broker names")
+            for rate in ("send_rate", "send_burst"):
+                if a.get(rate) is not None and not a[rate] > 0:
+                    raise _Refused(rate, "create_topic: a positive number")
+            count("topics", lim.max_topics)
+        elif rpc == "create_consumer_group":
+            name("name")
+            if a.get("max_attempts") is not None and not 1 <= a["max_attempts"] <= 1000:
+                raise _Refused("max_attempts", "create_consumer_group: 1 to 1000")
+            if not 1 <= a.get("receive_batch_size", 32) <= 1024:
+                raise _Refused("receive_batch_size", "create_consumer_group: 1 to 1024")
+            policy = a.get("retry_policy")
+            if policy is not None and not (1 <= policy.max_attempts <= 1000 and len(policy.durations) <= 64):
+                raise _Refused("retry_policy", "create_consumer_group: 1 to 1000 attempts, at most 64 durations")
+            count("groups", lim.max_groups)
+        elif rpc == "pin_assignment":
+            name("client_id")
+            queues = a.get("queues")
+            if queues is not None and (len(queues) > lim.max_queues
+                                       or not all(isinstance(q, MessageQueue) for q in queues)):
+                raise _Refused("queues", f"pin_assignment: at most {lim.max_queues} MessageQueue values")
+            with self._lock:
+                if (a["group"], a["client_id"]) not in self._pinned and len(self._pinned) >= lim.max_pins:
+                    raise _Refused("client_id", f"pin_assignment: the server has pinned its bound of "
+                                                f"{lim.max_pins} clients", code=Code.FORBIDDEN)
+
+    def _dispatch(self, conn: _Conn, rid: Any, rpc: str, args: list, kwargs: dict) -> None:
+        token = Cancel(f"request {rid}")
+        blocking = rpc in _BLOCKING
+        start: threading.Thread | None = None
+        with self._lock:
+            if rid in conn.inflight:
+                raise _Refused("id", f"{json.dumps(rid)[:40]} is the id of a request in flight on this connection",
+                               echo=False)
+            if blocking:
+                if self._idle:
+                    self._idle -= 1
+                elif len(self._workers) < self.limits.max_long_polls:
+                    start = threading.Thread(target=self._work, name=f"{self.name}-worker-{len(self._workers)}")
+                    self._workers.append(start)
+                else:
+                    raise _Refused("rpc", f"{self.limits.max_long_polls} receives are in flight (the server's bound)",
+                                   code=Code.TOO_MANY_REQUESTS, backoff=self.limits.long_poll_backoff)
+            conn.inflight[rid] = token
+            self.requests[rpc] += 1
+            if blocking:
+                self._tasks.put((conn, rid, rpc, args, kwargs, token))
+        if not blocking:  # never waits in the broker: answered here, one thread hand-off less
+            self._answer(conn, rid, rpc, args, kwargs, token)
+        elif start is not None:
+            start.start()
 
     # ------------------------------------------------------------------ workers
     def _work(self) -> None:
@@ -414,45 +923,44 @@ class BrokerServer:
             task = self._tasks.get()
             if task is None:
                 return
-            self._answer(*task)
+            try:
+                self._answer(*task)
+            except Exception:  # noqa: BLE001 - _answer answers everything; a worker outlives any request
+                self.log.exception("a worker's request failed")
             with self._lock:
                 self._idle += 1
 
-    def _answer(self, conn: _Conn, rid: Any, doc: dict, token: Cancel) -> None:
+    def _answer(self, conn: _Conn, rid: Any, rpc: str, args: list, kwargs: dict, token: Cancel) -> None:
         try:
-            answer = {"id": rid, "result": encode(self._apply(doc, token))}
+            if rpc == "receive_message":
+                kwargs["cancel"] = token  # the client cancels by request id
+            target = self.target if rpc in RPCS else self.broker
+            answer = {"id": rid, "result": encode(getattr(target, rpc)(*args, **kwargs))}
+            if rpc in ADMIN:
+                self._credit(rpc, args, kwargs)
         except RpcError as e:
             answer = {"id": rid, "error": _error_doc(e)}
-        except (ValueError, TypeError, KeyError) as e:  # undecodable or wrong arguments
-            answer = {"id": rid, "error": _error_doc(RpcError(Code.BAD_REQUEST, f"{type(e).__name__}: {e}"))}
+        except (ValueError, TypeError, KeyError, IndexError, OverflowError) as e:  # arguments the broker refused
+            answer = {"id": rid, "error": _error_doc(RpcError(Code.BAD_REQUEST, f"args: {rpc}: {e}"))}
         except Exception as e:  # noqa: BLE001 - a bug in the server must not kill its thread
-            answer = {"id": rid, "error": _error_doc(RpcError(Code.INTERNAL_SERVER_ERROR, repr(e)))}
-        conn.send(answer)
-        with self._lock:
-            conn.inflight.pop(rid, None)
-            close = conn.closed and not conn.inflight
-        if close:
-            conn.sock.close()
+            self.log.exception("%s: %s failed", conn.peer, rpc)
+            answer = {"id": rid, "error": _error_doc(RpcError(Code.INTERNAL_SERVER_ERROR, f"{e!r:.200}"))}
+        try:
+            self._send(conn, answer)
+        finally:  # in flight until answered: a duplicate of its id is refused until then
+            with self._lock:
+                conn.inflight.pop(rid, None)
 
-    def _apply(self, doc: dict, token: Cancel) -> Any:
-        rpc = doc.get("rpc")
-        args = decode(doc.get("args") or [])
-        kwargs = decode({"$d": [[k, v] for k, v in (doc.get("kwargs") or {}).items()]})
-        if not isinstance(args, list):
-            raise ValueError("args is a list")
-        if rpc in RPCS:
-            with self._lock:
-                self.requests[rpc] += 1
-            if rpc == "receive_message":
-                kwargs.pop("cancel", None)
-                args = args[:5]
-                kwargs["cancel"] = token  # the client cancels by request id
-            return getattr(self.target, rpc)(*args, **kwargs)
-        if self.admin and rpc in ADMIN:
-            with self._lock:
-                self.requests[rpc] += 1
-            return getattr(self.broker, rpc)(*args, **kwargs)
-        raise RpcError(Code.BAD_REQUEST, f"unknown RPC {rpc!r}")
+    def _credit(self, rpc: str, args: list, kwargs: dict) -> None:
+        """Count what an administration call created (the bounds of ``_admin_bounds``)."""
+        a = _signature(rpc)[0].bind(*args, **kwargs).arguments
+        with self._lock:
+            if rpc == "create_topic":
+                self._created["topics"] += 1
+            elif rpc == "create_consumer_group":
+                self._created["groups"] += 1
+            elif rpc == "pin_assignment":
+                self._pinned.add((a["group"], a["client_id"]))
 
 
 # ====================================================================== client
@@ -531,10 +1039,13 @@ class TcpChannel:
             for raw in f:
                 try:
                     doc = json.loads(raw)
-                except ValueError:
+                except (ValueError, RecursionError):
                     continue
+                rid = doc.get("id") if isinstance(doc, dict) else None
+                if not isinstance(rid, int):
+                    continue  # a refusal under id null (the server logged it too), or not an answer
                 with self._lock:
-                    slot = self._pending.pop(doc.get("id"), None)
+                    slot = self._pending.pop(rid, None)
                 if slot is not None:
                     with slot.cond:
                         slot.answer, slot.done = doc, True
@@ -705,10 +1216,11 @@ class ServedBroker:
     ``TcpChannel`` objects handed out by ``channel()``; ``close()`` stops all of it and joins every
     thread (the ``broker_server`` test fixture; usable by any driver that wants a real server)."""
 
-    def __init__(self, faults: FaultPlan | None = None, *, admin: bool = True, **broker_kw: Any) -> None:
+    def __init__(self, faults: FaultPlan | None = None, *, admin: bool = True, limits: Limits = Limits(),
+                 **broker_kw: Any) -> None:
         self.broker = Broker(**broker_kw).start()
         try:
-            self.server = BrokerServer(self.broker, faults=faults, admin=admin).start()
+            self.server = BrokerServer(self.broker, faults=faults, admin=admin, limits=limits).start()
         except BaseException:
             self.broker.stop()
             raise

@@ -172,11 +172,12 @@ def test_malformed_and_unknown_requests_are_bad_requests(broker_server):
         encode(object())
 
 
-def test_administration_can_be_switched_off(broker_server):
-    with BrokerServer(broker_server.broker, admin=False) as server, TcpChannel(server.address) as ch:
+def test_administration_is_off_unless_asked_for(broker_server):
+    with BrokerServer(broker_server.broker) as server, TcpChannel(server.address) as ch:
         with pytest.raises(RpcError) as info:
             ch.admin("create_topic", "T", 1)
-        assert info.value.code is Code.BAD_REQUEST and server.requests["create_topic"] == 0
+        assert info.value.code is Code.FORBIDDEN and "--admin" in info.value.message
+        assert server.requests["create_topic"] == 0 and server.refused["rpc"] == 1
 
 
 def test_server_side_fault_injection(broker_server_factory):
@@ -295,7 +296,9 @@ def test_broker_serve_prints_its_address_serves_and_stops_on_sigterm():
             route = ch.query_route("T")
             assert len(route) == 2 and ch.query_settings("G").fifo
             receipt = Producer(ch).send(Message("T", b"x", group="g"))
-            assert ch.admin("message_state", "G", receipt.message_id)["state"] == "ready"
+            with pytest.raises(RpcError) as info:  # administration is off by default
+                ch.admin("message_state", "G", receipt.message_id)
+            assert info.value.code is Code.FORBIDDEN
         proc.send_signal(signal.SIGTERM)
         out, err = proc.communicate(timeout=60)
     finally:
