@@ -30,13 +30,14 @@ def add_commands(app: typer.Typer, kit: Any) -> None:
         faults: str = typer.Option("none", "--faults", help="none | default | RPC:KIND=P[,KIND=P...][;RPC:...] (RPC * for all)."),
         topic: Optional[List[str]] = typer.Option(None, "--topic", help="Create a topic: NAME[:QUEUES[:normal|fifo|delay|transaction]]."),
         group: Optional[List[str]] = typer.Option(None, "--group", help="Create a consumer group: NAME[:fifo|standard[:MAX_ATTEMPTS]]."),
+        admin: bool = typer.Option(False, "--admin", help="Answer the administration calls too (create topics and groups, pin assignments, statistics); off: they are refused FORBIDDEN."),
         json_out: bool = kit.JsonOpt,
     ) -> None:
-        """Serve the broker (newline-delimited JSON over TCP) until Ctrl-C or SIGTERM; print the bound address."""
+        """Serve the broker (newline-delimited JSON over TCP) until Ctrl-C or SIGTERM (exit 0); print the
+        bound address.  If the server's I/O loop dies, the command ends with exit 3 and the reason."""
 
         def body() -> int:
             import signal
-            import threading
 
             from conq.impl.ordered_consumption.broker import Broker
             from conq.impl.ordered_consumption.server import LOOPBACK, BrokerServer, parse_faults, parse_group, parse_topic
@@ -64,7 +65,7 @@ def add_commands(app: typer.Typer, kit: Any) -> None:
                 except ValueError as e:
                     raise kit.UsageProblem(f"{option} {spec[0]}: {e}") from None
             try:
-                server = BrokerServer(broker, host=host, port=port, faults=plan).start()
+                server = BrokerServer(broker, host=host, port=port, faults=plan, admin=admin).start()
             except OSError as e:
                 raise kit.UsageProblem(f"--port {port}: cannot listen on {host}: {e.strerror or e}") from None
 
@@ -79,13 +80,15 @@ def add_commands(app: typer.Typer, kit: Any) -> None:
                 sys.stdout.write(f"listening on {server.url}\n")  # under --json this goes to stderr
                 sys.stdout.flush()
                 try:
-                    threading.Event().wait()
+                    server.wait()  # until the I/O loop ends: only if it dies (stop() is ours, below)
                 except (KeyboardInterrupt, _Terminated):
                     pass
             finally:
                 signal.signal(signal.SIGTERM, previous)
                 server.stop()
                 broker.stop()
+            if server.failure is not None:  # serving nobody while looking alive would be worse
+                raise RuntimeError(f"the server's I/O loop died: {type(server.failure).__name__}: {server.failure}")
             total = sum(server.requests.values())
             kit.err.print(f"stopped: {total} requests over {server.connections} connections")
             kit.emit_json({"ok": True, "exit_code": kit.EXIT_OK, "address": server.url, "requests": dict(server.requests),

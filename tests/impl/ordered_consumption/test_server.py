@@ -283,10 +283,11 @@ def test_broker_serve_bad_flags_exit_2(args, needle):
     assert res.exit_code == 2 and needle in res.output, res.output
 
 
-def test_broker_serve_prints_its_address_serves_and_stops_on_sigterm():
+@pytest.mark.parametrize("admin", [True, False], ids=["admin", "no-admin"])
+def test_broker_serve_prints_its_address_serves_and_stops_on_sigterm(admin):
     proc = subprocess.Popen(
         [sys.executable, "-m", "conq", "broker", "serve", "--port", "0", "--seed", "3", "--topic", "T:2:fifo",
-         "--group", "G:fifo:3"],
+         "--group", "G:fifo:3", *(["--admin"] if admin else [])],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
     try:
         line = proc.stdout.readline()
@@ -296,9 +297,12 @@ def test_broker_serve_prints_its_address_serves_and_stops_on_sigterm():
             route = ch.query_route("T")
             assert len(route) == 2 and ch.query_settings("G").fifo
             receipt = Producer(ch).send(Message("T", b"x", group="g"))
-            with pytest.raises(RpcError) as info:  # administration is off by default
-                ch.admin("message_state", "G", receipt.message_id)
-            assert info.value.code is Code.FORBIDDEN
+            if admin:
+                assert ch.admin("message_state", "G", receipt.message_id)["state"] == "ready"
+            else:
+                with pytest.raises(RpcError) as info:  # administration is off unless --admin
+                    ch.admin("message_state", "G", receipt.message_id)
+                assert info.value.code is Code.FORBIDDEN and "--admin" in info.value.message
         proc.send_signal(signal.SIGTERM)
         out, err = proc.communicate(timeout=60)
     finally:
@@ -307,3 +311,42 @@ def test_broker_serve_prints_its_address_serves_and_stops_on_sigterm():
             proc.communicate()
     assert proc.returncode == 0, err
     assert "stopped" in err
+
+
+_DYING_SELECTOR = """
+import selectors, sys, types
+from conq.impl.ordered_consumption import server
+
+class Dying(selectors.DefaultSelector):
+    turns = 0
+
+    def select(self, timeout=None):
+        Dying.turns += 1
+        if Dying.turns > 1:  # the first turn serves the connection that wakes it; the next one fails
+            raise OSError("injected: the selector failed")
+        return super().select(timeout)
+
+server.selectors = types.SimpleNamespace(**{k: getattr(selectors, k) for k in dir(selectors) if k.isupper()},
+                                         BaseSelector=selectors.BaseSelector, DefaultSelector=Dying)
+from conq.cli import app
+sys.argv = ["conq", "broker", "serve", "--json"]
+app()
+"""
+
+
+def test_broker_serve_exits_3_with_the_reason_when_its_loop_dies():
+    # issue 33: the loop died, the listener closed, and the process went on "serving" until SIGTERM, exit 0
+    proc = subprocess.Popen([sys.executable, "-c", _DYING_SELECTOR], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    try:
+        line = proc.stderr.readline()  # under --json the address goes to stderr
+        assert "listening on 127.0.0.1:" in line, line
+        socket.create_connection(("127.0.0.1", int(line.split(":")[-1])), timeout=30).close()
+        out, err = proc.communicate(timeout=60)  # a safety cap: the command ends by itself
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    doc = json.loads(out)
+    assert proc.returncode == 3 and doc["exit_code"] == 3 and doc["error"]["kind"] == "internal", (out, err)
+    assert "I/O loop died" in doc["error"]["message"] and "injected" in doc["error"]["message"]
