@@ -19,7 +19,8 @@ from rich.table import Table
 from conq.spec import catalog, manifest
 from conq.model.engines.explorer import explore
 from conq.model.engines.registry import load_model
-from conq.report import exploration_markdown, write_report
+from conq.progress import Progress
+from conq.report import write_report
 
 def conformance_stage(out_dir: Path, console: Console) -> list[dict[str, Any]]:
     """The conformance suite against the reference implementation of every registered system
@@ -70,11 +71,12 @@ def replay_stage(out_dir: Path, console: Console) -> list[dict[str, Any]]:
                 except ReplayError as e:
                     rows.append({"stage": "spark replay", "subject": model, "result": str(e), "ok": False, "seconds": 0.0})
                     continue
-                cover = f"{s.states_covered:,} states" + (f" ({100 * s.state_fraction:.1f}% of {s.graph_states:,})" if s.graph_states else "")
+                cover = f"{s.states_covered:,} call-level states" + (f" ({100 * s.state_fraction:.1f}% of the call-level graph's {s.graph_states:,})" if s.graph_states else "")
                 if not s.graph_states and s.state_estimate:  # beyond the explorer: how close, by the Chao2 estimate
                     e = s.state_estimate
                     cover += f" (no graph; Chao2 estimate {e['estimate']:,.0f}, 95% CI {e['low']:,.0f}-{e['high']:,.0f}: {100 * e['completeness']:.0f}% seen)"
                 rows.append({
+                    "replay_summary": s,  # (for the HTML page's replay section; not in summary.json)
                     "stage": "spark replay",
                     "subject": f"{model}/{r.config} on local[*] (coverage-guided)",
                     "result": f"{s.traces:,} traces, {s.steps:,} steps, {s.diverged} diverged, {cover}; report {s.out}/report.md",
@@ -94,19 +96,22 @@ STAGES: list[tuple[str, Callable[[Path, Console], list[dict[str, Any]]]]] = [
 ]
 
 
-def model_check_rows(quick: bool, console: Console) -> tuple[list[dict[str, Any]], list[str]]:
+def model_check_rows(quick: bool, console: Console, page: Any = None, bar: Progress | None = None) -> tuple[list[dict[str, Any]], list[str]]:
+    """Every manifest entry model-checked and judged; its section added to the HTML ``page``."""
     rows, markdown = [], []
-    for exp in manifest.load():
-        if quick and exp.slow:
-            continue
+    entries = [exp for exp in manifest.load() if not (quick and exp.slow)]
+    for k, exp in enumerate(entries):
         m = load_model(exp.model, exp.config, exp.overrides)
+        if bar is not None:
+            bar.update(exp.label, done=k)
         t0 = time.perf_counter()
-        ex = explore(m, symmetry=exp.symmetry, liveness=exp.liveness)
+        ex = explore(m, symmetry=exp.symmetry, liveness=exp.liveness, progress=bar.search(exp.label) if bar else None)
         secs = time.perf_counter() - t0
         problems = manifest.mismatches(exp, ex)
         violated = [v.prop.name for v in ex.violations]
         result = f"{ex.states:,} states, {ex.transitions:,} transitions"
         result += f"; violated as expected: {', '.join(violated)}" if violated and not problems else ""
+        anchor = page.add_exploration(ex, exp.label, problems=problems, expected=exp.violated, seconds=secs, row=False) if page else ""
         rows.append(
             {
                 "stage": "model-check",
@@ -117,9 +122,11 @@ def model_check_rows(quick: bool, console: Console) -> tuple[list[dict[str, Any]
                 "states": ex.states,
                 "transitions": ex.transitions,
                 "violated": violated,
+                "anchor": anchor,
             }
         )
-        markdown.append(exploration_markdown(ex, exp.label))
+    if bar is not None:
+        bar.update("", done=len(entries))
     return rows, markdown
 
 
@@ -127,10 +134,17 @@ def main_job(out_dir: Path, *, quick: bool, json_out: bool, console: Console, pr
              emit_json: Callable[[Any], None] | None = None) -> int:
     """Run everything; the summary table goes to ``console`` (or, under ``json_out``, the
     summary document to ``emit_json``: stdout then holds that document alone); the stages'
-    progress lines go to ``progress`` (stderr)."""
+    progress lines go to ``progress`` (stderr): a live line on a terminal, a plain line every
+    10 s when piped.  Writes ``index.html`` (the page: every section, counterexample viewer,
+    plots), ``summary.md`` (the headline and the table, linking the page) and ``summary.json``."""
+    from conq.html_report import HtmlReport, slim_markdown
+
     t0 = time.perf_counter()
     progress = progress or Console(stderr=True, highlight=False)
-    rows, markdown = model_check_rows(quick, progress)
+    page = HtmlReport("conq run")
+    n_checks = sum(1 for exp in manifest.load() if not (quick and exp.slow))
+    with Progress("model-check", progress, json_out=json_out, total=n_checks, heartbeat=True) as bar:
+        rows, markdown = model_check_rows(quick, progress, page, bar)
     cov = catalog.coverage(catalog.load())
     for c in cov:
         rows.append(
@@ -143,13 +157,22 @@ def main_job(out_dir: Path, *, quick: bool, json_out: bool, console: Console, pr
             }
         )
     for name, stage in STAGES:
-        for row in stage(out_dir, progress):
+        with Progress(name, progress, json_out=json_out, heartbeat=True):
+            stage_rows = stage(out_dir, progress)
+        for row in stage_rows:
             markdown.append(row.pop("markdown", ""))
+            summary = row.pop("replay_summary", None)
+            if summary is not None:
+                model_name, _, config_name = row["subject"].partition(" ")[0].partition("/")
+                row["anchor"] = page.add_replay(summary, row["subject"], seconds=row["seconds"],
+                                                model_states=_model_states(model_name, config_name), row=False)
             rows.append(row)
+    for r in rows:
+        page.add_row(r["stage"], r["subject"], r["result"], r["ok"], r["seconds"], r.pop("anchor", ""))
     ok = all(r["ok"] for r in rows)
-    summary = {"ok": ok, "seconds": round(time.perf_counter() - t0, 2), "rows": rows}
-    md = "# conq run\n\n" + _table_md(rows) + "\n" + "\n".join(x for x in markdown if x)
-    path, _ = write_report(out_dir, "summary", md, summary)
+    summary = {"ok": ok, "seconds": round(time.perf_counter() - t0, 2), "headline": page.headline(), "rows": rows}
+    html = page.write(out_dir / "index.html")
+    path, _ = write_report(out_dir, "summary", slim_markdown(page, "index.html"), summary)
     if json_out:
         if emit_json is not None:
             emit_json(summary)
@@ -162,8 +185,18 @@ def main_job(out_dir: Path, *, quick: bool, json_out: bool, console: Console, pr
         for r in rows:
             table.add_row(r["stage"], r["subject"], r["result"], "[green]yes[/]" if r["ok"] else "[red]NO[/]", f"{r['seconds']:.1f}")
         console.print(table)
-        console.print(f"report: {path}")
+        console.print(f"report: {html} (the headline and the table: {path})")
+        console.print(("[green]" if ok else "[bold red]") + page.headline() + "[/]")
     return 0 if ok else 1
+
+
+def _model_states(model: str, config: str) -> int | None:
+    """The model check's state count of a configuration (the manifest's, without symmetry or
+    overrides), to set beside a replay's call-level count."""
+    for exp in manifest.load():
+        if exp.model == model and exp.config == config and not exp.symmetry and not exp.overrides:
+            return exp.states
+    return None
 
 
 def _table_md(rows: list[dict[str, Any]]) -> str:

@@ -16,58 +16,45 @@ from conq.model.kernel import Model, Path, config_dict
 
 
 def sequence_diagram(model: Model, path: Path, cycle: Path | None = None) -> str:
-    """A Mermaid ``sequenceDiagram`` of a path (and the repeated part of a lasso)."""
-    lines = ["sequenceDiagram"]
-    seen: list[str] = []
-    body: list[str] = []
+    """A Mermaid ``sequenceDiagram`` of a path (and the repeated part of a lasso): arrows from who
+    acted to the part the step changed, a note of the changes (conq/render.py)."""
+    from conq.model.engines.changes import explain
+    from conq.render import sequence_diagram as draw
 
-    def add(steps, start: int) -> None:
-        for n, (a, o, _t) in enumerate(steps, start):
-            src, dst = model.actors(a, o)
-            for who in (src, dst):
-                if who not in seen:
-                    seen.append(who)
-            text = model.format_action(a, o).replace(";", ",").replace("#", "")
-            body.append(f"    {_ident(src)}->>{_ident(dst)}: {n}. {text}")
-
-    add(path.steps, 1)
-    if cycle is not None and cycle.steps:
-        body.append("    loop repeated forever (fair cycle)")
-        add(cycle.steps, len(path.steps) + 1)
-        body.append("    end")
-    lines += [f"    participant {_ident(w)} as {w}" for w in seen]
-    return "\n".join(lines + body)
-
-
-def _ident(name: str) -> str:
-    return "".join(ch if ch.isalnum() else "_" for ch in name) or "x"
+    return draw(explain(model, path, cycle))
 
 
 def exploration_markdown(ex: Exploration, title: str) -> str:
+    """One exploration in Markdown: the counts, the property table, and each counterexample as
+    a sequence diagram and a table of steps with only the changed fields (full states folded)."""
+    from conq.model.engines.changes import explain
+    from conq.render import status_text, trail_markdown
+
     m = ex.model
+    settings = " ".join(f"{k}={json.dumps(v, separators=(',', ':'))}" for k, v in config_dict(m.config).items())
     out = [f"## {title}", ""]
-    out.append(f"configuration: `{json.dumps(config_dict(m.config))}`")
-    out.append("")
     out.append(
         f"{ex.states:,} distinct states, {ex.transitions:,} transitions, depth {ex.depth}, "
         f"search {ex.search_seconds:.2f} s, analysis {ex.analysis_seconds:.2f} s"
         + ("" if ex.complete else f" — **incomplete: {ex.stop_reason}**")
     )
+    out += ["", f"<details><summary>configuration</summary>\n\n`{settings}`\n\n</details>"]
     out += ["", "| property | kind | status | claim |", "|---|---|---|---|"]
     for v in ex.verdicts:
-        out.append(f"| `{v.prop.name}` | {v.prop.kind.value} | {_badge(v)} | {v.prop.claim} |")
+        out.append(f"| `{v.prop.name}` | {v.prop.kind.value} | {_badge(v, ex.states)} | {v.prop.claim} |")
     for v in ex.verdicts:
         if v.status == "violated" and v.path is not None:
             out += ["", f"### `{v.prop.name}` violated", "", v.prop.claim, ""]
             if v.detail:
                 out += [v.detail, ""]
-            out += ["```mermaid", sequence_diagram(m, v.path, v.cycle), "```", ""]
-            out += ["```", m.format_path(v.path, states=True), "```"]
+            out += [trail_markdown(explain(m, v.path, v.cycle))]
     return "\n".join(out) + "\n"
 
 
-def _badge(v: Verdict) -> str:
-    return {"holds": "holds", "witnessed": "witnessed", "violated": "**VIOLATED**"}.get(v.status, f"*{v.status}*")
+def _badge(v: Verdict, states: int = 0) -> str:
+    from conq.render import status_text
+
+    return {"holds": "holds", "witnessed": "witnessed", "violated": "**VIOLATED**"}.get(v.status, f"*{status_text(v.status, states)}*")
 
 
 def write_report(directory: FsPath, name: str, markdown: str, data: Any) -> tuple[FsPath, FsPath]:

@@ -11,11 +11,9 @@ from types import SimpleNamespace
 
 import pytest
 
-pytest.importorskip("jinja2")  # (a dependency in pyproject.toml; listed there once issue 30's restructuring lands)
-
-from conq.html_report import HtmlReport, chao2_verdict  # noqa: E402
-from conq.model.engines.explorer import explore  # noqa: E402
-from conq.model.engines.registry import load_model  # noqa: E402
+from conq.html_report import HtmlReport, chao2_verdict
+from conq.model.engines.explorer import explore
+from conq.model.engines.registry import load_model
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,7 @@ progress and anything else goes to stderr.
 
 The package: :mod:`.kit` (the application, its consoles, the guard and the checks every command
 shares) and one module per command group, registered below in the order ``conq --help`` lists them:
-:mod:`.models` (list, check, prove), :mod:`.requirements`, :mod:`.conformance` (conformance,
+:mod:`.models` (list, check, explore, prove), :mod:`.requirements`, :mod:`.conformance` (conformance,
 validate, protocol), :mod:`.replay`, :mod:`.mutants`, :mod:`.run`.  A system's own commands come
 from its declaration (conformance/systems.py, ``System.commands``: ordered consumption's ``conq
 broker`` and ``conq upstream``), given the kit.
@@ -34,6 +34,7 @@ from .kit import app
 
 app.command("list")(models.list_models)
 app.command("check")(models.check)
+app.command("explore")(models.explore)
 app.command("requirements")(requirements.requirements)
 app.command("conformance")(conformance.conformance)
 app.command("validate")(conformance.validate_log)

@@ -17,9 +17,9 @@ from . import kit
 
 
 def conformance(
-    model: str = typer.Argument("consumer-lists", help="Model whose implementation is checked."),
+    model: str = typer.Argument("consumer-lists", autocompletion=kit.complete_model, help="Model whose implementation is checked."),
     impl: str = typer.Option("reference", "--impl", help="'reference' (in-process) or 'stdio:COMMAND' (a port)."),
-    config: Optional[str] = typer.Option(None, "--config", "-c", help="Named configuration of the model."),
+    config: Optional[str] = typer.Option(None, "--config", "-c", autocompletion=kit.complete_config, help="Named configuration of the model."),
     set_: Optional[List[str]] = typer.Option(None, "--set", help="Override a configuration field: KEY=VALUE."),
     traces: int = typer.Option(200, "--traces", min=0,
                                help="Generated traces to run (per configuration). With --mode exhaustive, at least "
@@ -27,9 +27,9 @@ def conformance(
                                "a large value such as 100000000 runs exactly the complete set."),
     seed: int = typer.Option(0, "--seed", min=0, help="Root seed; trace i uses a seed derived from (seed, i)."),
     length: int = typer.Option(40, "--length", min=1, help="Steps per generated trace (depth, for exhaustive)."),
-    mode: str = typer.Option("random", "--mode",
-                             help="random | coverage | exhaustive (every trace of --length actions; needs --traces "
-                             "at least their count, see --traces)"),
+    mode: kit.TraceMode = typer.Option(kit.TraceMode.random, "--mode",
+                                       help="random walks, coverage-guided walks, or exhaustive: every trace of --length "
+                                       "actions (needs --traces at least their count, see --traces)"),
     corpus: Optional[Path] = typer.Option(None, "--corpus", help="Also run the golden traces in this folder."),
     no_snapshots: bool = typer.Option(False, "--no-snapshots", help="Compare observations only, not states."),
     timeout: float = typer.Option(10.0, "--timeout", min=0.1, help="Seconds a port may take per response."),
@@ -37,30 +37,31 @@ def conformance(
                                      help="Every configuration the conformance suite drives (spec/ports/<model>.md, "
                                      "with its overrides, then --set), one verdict each; the corpus once, first. "
                                      "Not with --config."),
-    level: str = typer.Option("call", "--level", help="call | thread (consumer-lists: the threads' steps, "
-                              "the checker choosing the interleaving; --traces walks of --length, --mode exhaustive: "
-                              "every trace of --length actions)"),
+    level: kit.Level = typer.Option(kit.Level.call, "--level", help="call, or thread (consumer-lists: the threads' steps, "
+                                    "the checker choosing the interleaving; --traces walks of --length, --mode exhaustive: "
+                                    "every trace of --length actions)"),
     json_out: bool = kit.JsonOpt,
 ) -> None:
     """Hold an implementation to the model: corpus and generated traces; exit 1 on any divergence.
 
     --json prints one document, its shape declared in spec/schemas/conformance.schema.json."""
 
-    def body() -> int:
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    mode, level = mode.value, level.value
 
-        if level not in ("call", "thread"):
-            raise kit.UsageProblem(f"--level must be call or thread, got {level!r}")
+    def body() -> int:
+        from conq.progress import Progress
+
         if all_configs and level == "thread":
             raise kit.UsageProblem("--all-configs is for --level call (--level thread drives its own configurations)")
         if all_configs and config is not None:
             raise kit.UsageProblem("--all-configs runs every configuration the suite drives: not with --config")
         if all_configs:
-            return _conformance_all_configs(model, impl, set_, traces, seed, length, mode, corpus, not no_snapshots,
-                                            timeout, json_out)
+            return kit.with_heartbeat(f"conformance {model} --all-configs", lambda: _conformance_all_configs(
+                model, impl, set_, traces, seed, length, mode, corpus, not no_snapshots, timeout, json_out), json_out)()
         if level == "thread":
-            return _thread_conformance(model, impl, config, set_, traces, seed, length, mode, corpus, timeout, json_out,
-                                       snapshots=not no_snapshots)
+            return kit.with_heartbeat(f"conformance {model} --level thread", lambda: _thread_conformance(
+                model, impl, config, set_, traces, seed, length, mode, corpus, timeout, json_out,
+                snapshots=not no_snapshots), json_out)()
 
         from conq.conformance.suite import SuiteError, corpus_files, run_suite
         from conq.conformance.trace import TraceError
@@ -71,15 +72,12 @@ def conformance(
             kit.check_corpus(corpus)
         try:
             total = traces + (len(corpus_files(corpus)) if corpus is not None else 0)
-            with Progress(
-                TextColumn("conformance"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                console=kit.err, disable=json_out or not kit.err.is_terminal, transient=True,
-            ) as bar:
-                task = bar.add_task("traces", total=total)
+            # a live bar on a terminal; piped or under --json, a line every 10 s (conq/progress.py)
+            with Progress(f"conformance {model}: traces", kit.err, json_out=json_out, total=total, heartbeat=True) as bar:
                 res, m = run_suite(
                     model, impl_spec=impl, config_name=config, overrides=kit.parse_sets(set_), traces=traces,
                     seed=seed, length=length, mode=mode, corpus=corpus, snapshots=not no_snapshots,
-                    timeout=timeout, on_trace=lambda: bar.advance(task),
+                    timeout=timeout, on_trace=lambda: bar.update(advance=1),
                 )
         except (SuiteError, TraceError) as e:
             raise kit.UsageProblem(str(e)) from None
@@ -211,9 +209,9 @@ def _thread_conformance(model: str, impl: str, config: Optional[str], set_: Opti
 
 
 def validate_log(
-    model: str = typer.Argument(..., help="Model the log is validated against."),
+    model: str = typer.Argument(..., autocompletion=kit.complete_model, help="Model the log is validated against."),
     trace_file: Path = typer.Argument(..., metavar="TRACE", help="The log: an observed NDJSON trace (spec/trace-format.md)."),
-    config: Optional[str] = typer.Option(None, "--config", "-c", help="Named configuration (default: the log's, else the model's first); the log's config fields apply over it."),
+    config: Optional[str] = typer.Option(None, "--config", "-c", autocompletion=kit.complete_config, help="Named configuration (default: the log's, else the model's first); the log's config fields apply over it."),
     level: Optional[str] = typer.Option(None, "--level", help="thread (the model's own steps) or call (its call-level view); default: the log's level, else thread (a recorded trace: call)."),
     max_states: int = typer.Option(200_000, "--max-states", min=1, help="Bound on the states of one closure under hidden steps; hit before a verdict: exit 4."),
     json_out: bool = kit.JsonOpt,
@@ -235,7 +233,7 @@ def validate_log(
                 kit.out.print(line, markup=False)
         return res.exit_code
 
-    kit.guard(body, json_out)
+    kit.guard(kit.with_heartbeat("validate", body, json_out), json_out)
 
 
 def protocol_doc(

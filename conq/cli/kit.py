@@ -12,6 +12,7 @@ command runs, so a test may replace a console.  A system's own commands get this
 from __future__ import annotations
 
 import contextlib
+import enum
 import io
 import json
 import os
@@ -60,6 +61,7 @@ class _ConqGroup(TyperGroup):
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):  # type: ignore[override]
         argv = list(sys.argv[1:] if args is None else args)
+        tidy_params(self)
         _State.debug = bool(os.environ.get("CONQ_DEBUG")) or _flag(argv, "--debug")
         if SYSTEMS_PROBLEM:  # the registry of systems did not load: bad input, before any work
             err.print(f"[bold red]error:[/] {escape(SYSTEMS_PROBLEM[0])}", markup=True, highlight=False)
@@ -83,6 +85,89 @@ class _ConqGroup(TyperGroup):
         if standalone_mode:
             sys.exit(code)
         return code
+
+
+def tidy_params(group: Any) -> None:
+    """Help and usage name what an option takes, not a Python type: a flag shows nothing (not
+    ``<bool>``), a choice its choices, others a word (N, NUMBER, PATH, NAME, KEY=VALUE) unless the
+    option gives its own metavar; an argument shows its name alone."""
+
+    def word(param: Any) -> str:
+        desc = getattr(param, "type_descriptor", None)
+        if desc is not None and desc.is_choice:
+            return "[" + "|".join(str(c.value if isinstance(c, enum.Enum) else c) for c in desc.choices or ()) + "]"
+        if desc is not None and desc.is_path:
+            return "PATH"
+        bare = param.bare_type() if hasattr(param, "bare_type") else ""
+        if bare in ("int", "list[int]") or (desc is not None and desc.is_ranged and desc.ranged_type_name == "int"):
+            return "N"
+        if bare in ("float", "list[float]") or (desc is not None and desc.is_ranged):
+            return "NUMBER"
+        named = {"set_": "KEY=VALUE", "conf": "KEY=VALUE", "config": "NAME"}
+        return named.get(param.name or "", (param.name or "value").strip("_").upper().replace("_", "-"))
+
+    def no_type(ctx: Any) -> str:
+        return ""
+
+    def visit(cmd: Any) -> None:
+        if not getattr(cmd, "_conq_tidy", False) and hasattr(cmd, "get_help_option"):
+            cmd._conq_tidy = True
+            original = cmd.get_help_option
+
+            def help_option(ctx: Any, original: Any = original) -> Any:
+                opt = original(ctx)
+                if opt is not None:
+                    opt.metavar = ""
+                return opt
+
+            cmd.get_help_option = help_option
+        for param in getattr(cmd, "params", []):
+            if getattr(param, "_conq_tidy", False):
+                continue
+            param._conq_tidy = True
+            if getattr(param, "is_flag", False):
+                param.metavar = ""
+            elif param.metavar is None:
+                param.metavar = word(param)
+            if getattr(param, "param_type_name", "") == "argument":
+                param.display_type_rich = no_type  # the name (MODEL) says it; no <str> beside it
+        for sub in getattr(cmd, "commands", {}).values():
+            visit(sub)
+
+    visit(group)
+
+
+def complete_model(incomplete: str) -> list[str]:
+    """Shell completion of a model argument: the registered models."""
+    from conq.model.engines.registry import model_names
+
+    return [n for n in model_names() if n.startswith(incomplete)]
+
+
+def complete_config(ctx: Any, incomplete: str) -> list[str]:
+    """Shell completion of --config: the named configurations of the model given before it."""
+    from conq.model.engines.registry import model_class
+
+    try:
+        names = list(model_class(ctx.params.get("model") or "consumer-lists").configs())
+    except Exception:  # noqa: BLE001 - no model yet, or an unknown one: nothing to offer
+        return []
+    return [n for n in names if n.startswith(incomplete)]
+
+
+class TraceMode(str, enum.Enum):
+    """How traces are generated (conformance, replay)."""
+
+    random = "random"
+    coverage = "coverage"
+    exhaustive = "exhaustive"
+
+
+class Level(str, enum.Enum):
+    """The protocol level a port is driven at."""
+
+    call = "call"
+    thread = "thread"
 
 
 def _click_exceptions() -> type[BaseException]:
@@ -130,7 +215,7 @@ app = typer.Typer(
     epilog="Exit codes: 0 ok, 1 a check found a violation, 2 bad usage or input, 3 internal error, "
     "4 incomplete (a --max-* limit ended the run before a verdict), 130 interrupted.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     pretty_exceptions_enable=False,
     cls=_ConqGroup,
 )
@@ -229,6 +314,47 @@ def parse_sets(sets: List[str] | None) -> dict[str, str]:
             raise UsageProblem(f"--set expects KEY=VALUE, got {item!r}")
         overrides[key.strip()] = value.strip()
     return overrides
+
+
+def with_heartbeat(title: str, fn: Callable[[], int], json_out: bool) -> Callable[[], int]:
+    """``fn`` run under a heartbeat: piped or under ``--json``, a line to stderr every 10 s while
+    it works (conq/progress.py); on a terminal the command's own output shows it is alive."""
+
+    def run() -> int:
+        from conq.progress import Progress
+
+        with Progress(title, err, json_out=json_out, live=False, heartbeat=json_out or not err.is_terminal):
+            return fn()
+
+    return run
+
+
+def parse_conf(items: List[str] | None) -> dict[str, str]:
+    """``--conf KEY=VALUE`` (as spark-submit takes it): Spark settings, each a ``spark.`` key."""
+    settings = {}
+    for item in items or []:
+        key, eq, value = item.partition("=")
+        key = key.strip()
+        if not eq or not key:
+            raise UsageProblem(f"--conf expects KEY=VALUE, got {item!r}")
+        if not key.startswith("spark."):
+            raise UsageProblem(f"--conf {key}: not a Spark setting (Spark's settings start with 'spark.')")
+        settings[key] = value.strip()
+    return settings
+
+
+def setting_text(value: Any) -> str:
+    """A configuration value as ``--set`` takes it back: JSON (``true``, ``[[2,true],[1,false]]``),
+    a string bare (``until-empty``)."""
+    return value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
+
+
+def judge_divergences(divergences: dict[str, dict[str, Any]]) -> tuple[int, str]:
+    """A campaign's divergences against the known, documented classes: the exit code and the
+    closing line (conq/expectations.py; given to a system's commands through the kit)."""
+    from conq.expectations import judge_divergences as judge
+
+    return judge(divergences)
 
 
 #: pseudo file systems: nothing conq writes belongs there

@@ -1,14 +1,14 @@
-"""The model-checking commands: ``conq list``, ``conq check``, ``conq prove``.
+"""The model-checking commands: ``conq list``, ``conq check``, ``conq explore``, ``conq prove``.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 from pathlib import Path
-from typing import Any, Callable, Iterator, List, Optional
+from typing import Any, List, Optional
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from conq.model.kernel import config_dict
@@ -38,9 +38,9 @@ def list_models(json_out: bool = kit.JsonOpt) -> None:
         for r in rows:
             base = defaults.setdefault(r["model"], r["settings"])
             if base is r["settings"]:
-                shown = " ".join(f"{k}={v}" for k, v in r["settings"].items())
+                shown = " ".join(f"{k}={kit.setting_text(v)}" for k, v in r["settings"].items())
             else:
-                shown = " ".join(f"{k}={v}" for k, v in r["settings"].items() if base.get(k) != v) or "(as the default)"
+                shown = " ".join(f"{k}={kit.setting_text(v)}" for k, v in r["settings"].items() if base.get(k) != v) or "(as the default)"
             table.add_row(r["model"], r["config"], r["about"], shown)
         kit.out.print(table)
         return kit.EXIT_OK
@@ -49,14 +49,14 @@ def list_models(json_out: bool = kit.JsonOpt) -> None:
 
 
 def check(
-    model: str = typer.Argument(..., help="Model name (see `conq list`) or FILE.py:Class."),
-    config: Optional[str] = typer.Option(None, "--config", "-c", help="Named configuration (default: the model's first)."),
+    model: str = typer.Argument(..., autocompletion=kit.complete_model, help="Model name (see `conq list`) or FILE.py:Class."),
+    config: Optional[str] = typer.Option(None, "--config", "-c", autocompletion=kit.complete_config, help="Named configuration (default: the model's first)."),
     set_: Optional[List[str]] = typer.Option(None, "--set", help="Override a configuration field: KEY=VALUE (repeatable)."),
-    all_configs: bool = typer.Option(False, "--all-configs", help="Check every named configuration of the model."),
+    all_configs: bool = typer.Option(False, "--all-configs", help="Check every named configuration of the model, each judged against the manifest."),
     max_states: Optional[int] = typer.Option(None, "--max-states", min=1, help="Stop after this many distinct states (exit 4: incomplete)."),
     max_seconds: Optional[float] = typer.Option(None, "--max-seconds", min=0.01,
                                                 help="Stop a configuration's check (search and liveness analysis) after this long (exit 4: incomplete)."),
-    max_memory: Optional[float] = typer.Option(None, "--max-memory", min=1.0,
+    max_memory: Optional[float] = typer.Option(None, "--max-memory", min=1.0, metavar="MB",
                                                help="Stop when conq's resident memory exceeds this many MB (exit 4: incomplete)."),
     symmetry: bool = typer.Option(False, "--symmetry", help="Symmetry reduction (safety only: liveness is skipped)."),
     no_liveness: bool = typer.Option(False, "--no-liveness", help="Skip liveness analysis."),
@@ -64,17 +64,22 @@ def check(
                                       help="Keep 64-bit state fingerprints and a parent map only (about 20 bytes a state; liveness is skipped)."),
     workers: int = typer.Option(1, "--workers", min=1, max=64,
                                 help="Worker processes (above 1: fingerprints partitioned by owner; liveness is skipped)."),
-    report: Optional[Path] = typer.Option(None, "--report", help="Write a Markdown+JSON report into this folder."),
+    report: Optional[Path] = typer.Option(None, "--report", metavar="DIR",
+                                          help="Write an HTML page (counterexample viewer), Markdown and JSON into this folder."),
+    states: bool = typer.Option(False, "--states", help="Show the full state after every step of a counterexample, not only what changed."),
     json_out: bool = kit.JsonOpt,
 ) -> None:
     """Explore every reachable state of a bounded configuration and check its properties.
 
     Exit 0: every property holds; 1: a property is violated (or vacuous); 4: a --max-* limit
-    ended the search first and no violation was found before it."""
+    ended the search first and no violation was found before it.  With --all-configs each
+    configuration is judged against the manifest (spec/manifest: some violate by design): exit 0
+    when every result is as expected, 1 otherwise, and the last line says which."""
 
     def body() -> int:
         from conq.model.engines.explorer import explore, rss_bytes
         from conq.model.engines.registry import load_model, model_class
+        from conq.progress import Progress
 
         overrides = kit.parse_sets(set_)
         if report is not None:
@@ -88,9 +93,16 @@ def check(
         results = []
         worst = kit.EXIT_OK
         markdown = []
+        judgements = []
+        page = None
+        if report is not None:
+            from conq.html_report import HtmlReport
+
+            page = HtmlReport(f"conq check {model}")
         for cname, m in zip(names, models):
-            title = f"{m.name} / {getattr(m, 'config_name', cname)}"
-            with _search_progress(title, enabled=not json_out) as progress:
+            cfg_name = getattr(m, "config_name", cname)
+            title = f"{m.name} / {cfg_name}"
+            with Progress(f"exploring {title}", kit.err, json_out=json_out) as bar:
                 ex = explore(
                     m,
                     max_states=max_states,
@@ -98,26 +110,48 @@ def check(
                     max_memory_mb=max_memory,
                     symmetry=symmetry,
                     liveness=not no_liveness,
-                    progress=progress,
+                    progress=bar.search(),
                     fingerprints=fingerprints,
                     workers=workers,
                 )
-            results.append({"config": getattr(m, "config_name", cname), "settings": config_dict(m.config), **ex.summary()})
+            results.append({"config": cfg_name, "settings": config_dict(m.config), **ex.summary()})
             worst = _worse(worst, _exploration_code(ex))
-            if report is not None:
+            judged = None
+            if all_configs:
+                from conq.expectations import judge_exploration
+
+                judged = judge_exploration(ex, cfg_name if not overrides else f"{cfg_name} (with --set)", symmetry=symmetry,
+                                           liveness=not (no_liveness or symmetry or fingerprints or workers > 1))
+                judgements.append(judged)
+                results[-1].update(as_expected=judged.as_expected, expectation=judged.expectation, problems=judged.problems)
+            if page is not None:
                 from conq.report import exploration_markdown
 
                 markdown.append(exploration_markdown(ex, title))
+                page.add_exploration(ex, title, problems=judged.problems if judged else
+                                     [f"{v.prop.name}: {v.status}" for v in ex.verdicts if v.status in ("violated", "vacuous", "unreached")],
+                                     expected=[v.prop.name for v in ex.violations] if judged and judged.as_expected else ())
             if not json_out:
-                _print_exploration(ex, title)
-        if report is not None:
+                _print_exploration(ex, title, states=states)
+                if judged is not None:
+                    kit.out.print(f"[green]as expected[/]: {escape(judged.expectation)}" if judged.as_expected else
+                                  f"[bold red]not as expected[/]: {escape('; '.join(judged.problems))}")
+        line = ""
+        if all_configs:
+            from conq.expectations import closing_line
+
+            worst, line = closing_line(judgements)
+        if page is not None:
             from conq.report import write_report
 
             md, _ = write_report(report, f"check-{Path(model).stem}", "\n".join(markdown), results)
+            html = page.write(report / f"check-{Path(model).stem}.html")
             if not json_out:
-                kit.out.print(f"report: {md}")
+                kit.out.print(f"report: {html} (and {md.name})")
         if json_out:
             kit.emit_json(results if all_configs else results[0])
+        elif line:
+            kit.out.print(("[green]" if worst == kit.EXIT_OK else "[bold red]") + escape(line) + "[/]")
         return worst
 
     kit.guard(body, json_out)
@@ -138,66 +172,92 @@ def _worse(a: int, b: int) -> int:
     return a if rank.get(a, 3) >= rank.get(b, 3) else b
 
 
-@contextlib.contextmanager
-def _search_progress(title: str, *, enabled: bool) -> Iterator[Callable | None]:
-    """A progress bar on stderr for a long search (states, depth, rate, memory): only on a
-    terminal, never under --json; shown from the first tick (after half a second)."""
-    if not enabled or not kit.err.is_terminal:
-        yield None
-        return
-    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+def _print_exploration(ex, title: str, *, states: bool = False) -> None:
+    """The property table (a cut search never says holds), the counts, and each counterexample
+    as its trail: per step who acted and only the fields it changed (``states``: the full state
+    too), a lasso's cycle after its prefix."""
+    from conq.render import status_text
 
-    bar = Progress(SpinnerColumn(), TextColumn("{task.description}"), TextColumn("{task.fields[stats]}"),
-                   TimeElapsedColumn(), console=kit.err, transient=True)
-    task = None
-
-    def tick(p) -> None:
-        nonlocal task
-        rate = p.states / p.seconds if p.seconds > 0 else 0.0
-        mem = f", {p.rss_bytes / 2**20:,.0f} MB" if p.rss_bytes is not None else ""
-        stats = f"{p.states:,} states, depth {p.depth}, {rate:,.0f} states/s{mem}"
-        if task is None:
-            bar.start()
-            task = bar.add_task(f"exploring {title}", total=None, stats=stats)
-        else:
-            bar.update(task, stats=stats)
-
-    try:
-        yield tick
-    finally:
-        if task is not None:
-            bar.stop()
-
-
-def _print_exploration(ex, title: str) -> None:
     table = Table(title=title, title_justify="left")
     table.add_column("property")
     table.add_column("kind")
     table.add_column("status")
     table.add_column("claim", overflow="fold")
-    style = {"holds": "green", "witnessed": "green", "violated": "bold red", "skipped": "yellow", "unknown": "yellow"}
+    style = {"holds": "green", "witnessed": "green", "violated": "bold red", "skipped": "yellow", "unknown": "yellow",
+             "incomplete": "yellow"}
     for v in ex.verdicts:
-        table.add_row(v.prop.name, v.prop.kind.value, f"[{style.get(v.status, 'red')}]{v.status}[/]", v.prop.claim)
+        table.add_row(v.prop.name, v.prop.kind.value, f"[{style.get(v.status, 'red')}]{escape(status_text(v.status, ex.states))}[/]",
+                      v.prop.claim)
     kit.out.print(table)
     rate = f", {ex.states / ex.search_seconds:,.0f} states/s" if ex.search_seconds > 0 else ""
     kit.out.print(
         f"{ex.states:,} distinct states, {ex.transitions:,} transitions, depth {ex.depth}; "
         f"search {ex.search_seconds:.2f} s{rate}, analysis {ex.analysis_seconds:.2f} s"
-        + ("" if ex.complete else f" [yellow](incomplete: {ex.stop_reason})[/]")
+        + ("" if ex.complete else f" [yellow](incomplete: {escape(ex.stop_reason)})[/]")
     )
     if not ex.complete and not ex.violations:
-        kit.out.print(f"[yellow]incomplete:[/] {ex.stop_reason}: no violation found so far, and no verdict (exit {kit.EXIT_INCOMPLETE})")
+        kit.out.print(f"[yellow]incomplete:[/] {escape(ex.stop_reason)}: no violation in {ex.states:,} states, and no verdict "
+                      f"(exit {kit.EXIT_INCOMPLETE})")
     for v in ex.verdicts:
         if v.status == "violated" and v.path is not None:
-            kit.out.print(f"\n[bold red]{v.prop.name}[/] violated: {v.prop.claim}")
+            kit.out.print(f"\n[bold red]{v.prop.name}[/] violated: {escape(v.prop.claim)}")
             if v.detail:
-                kit.out.print(f"  {v.detail}")
-            kit.out.print(ex.model.format_path(v.path), markup=False)
-            if v.cycle is not None:
-                kit.out.print("  then forever:", markup=False)
-                kit.out.print(ex.model.format_path(v.cycle), markup=False)
+                kit.out.print(f"  {v.detail}", markup=False)
+            kit.out.print(ex.model.format_path(v.path, cycle=v.cycle, states=states), markup=False)
         elif v.status in ("vacuous", "unreached"):
-            kit.out.print(f"[red]{v.prop.name}[/]: {v.status}: {v.detail}")
+            kit.out.print(f"[red]{v.prop.name}[/]: {v.status}: {escape(v.detail)}")
+
+
+def explore(
+    model: str = typer.Argument(..., autocompletion=kit.complete_model, help="Model name (see `conq list`) or FILE.py:Class."),
+    config: Optional[str] = typer.Option(None, "--config", "-c", autocompletion=kit.complete_config,
+                                         help="Named configuration (default: the model's first)."),
+    set_: Optional[List[str]] = typer.Option(None, "--set", help="Override a configuration field (repeatable)."),
+    port: int = typer.Option(8765, "--port", min=0, max=65535, help="Port on 127.0.0.1 (0: any free port)."),
+    max_states: int = typer.Option(2_000_000, "--max-states", min=1,
+                                   help="States the model check behind 'violated properties' and the page's table may hold."),
+    json_out: bool = kit.JsonOpt,
+) -> None:
+    """Walk a model in the browser: a local page (127.0.0.1) with the state, the enabled actions and
+    what each changes, back, every violated property's counterexample, search by a field's value.
+    Ctrl-C (or SIGTERM) stops it."""
+
+    def body() -> int:
+        import signal
+        import socket
+        import threading
+
+        from conq.explorer_app import Server, Session
+        from conq.model.engines.registry import load_model
+
+        m = load_model(model, config, kit.parse_sets(set_))
+        if port:
+            probe = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError as e:
+                raise kit.UsageProblem(f"--port {port}: cannot listen on 127.0.0.1:{port} ({e.strerror or e}); try --port 0") from None
+            finally:
+                probe.close()
+        server = Server(Session(m, max_states=max_states, check_states=max_states), port=port).start()
+        url = server.url
+        kit.err.print(f"conq explore: {m.name} / {getattr(m, 'config_name', config or '')} at [bold]{url}[/] (Ctrl-C stops it)")
+        if not json_out:
+            kit.out.print(url, markup=False)
+        stop = threading.Event()
+        previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())  # a clean stop on SIGTERM, as on Ctrl-C
+        try:
+            while server.thread is not None and server.thread.is_alive() and not stop.wait(0.5):
+                pass
+        except KeyboardInterrupt:
+            pass
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+            server.stop()
+        kit.emit_json({"ok": True, "url": url, "model": m.name})
+        return kit.EXIT_OK
+
+    kit.guard(body, json_out)
 
 
 def prove(
@@ -270,4 +330,4 @@ def prove(
         kit.out.print(f"total {sum(r['seconds'] for r in rows):.2f} s")
         return code
 
-    kit.guard(body, json_out)
+    kit.guard(kit.with_heartbeat("prove", body, json_out), json_out)

@@ -12,7 +12,7 @@ from . import kit
 
 
 def mutants(
-    model: str = typer.Argument("consumer-lists", help="The system whose mutant catalogue to run."),
+    model: str = typer.Argument("consumer-lists", autocompletion=kit.complete_model, help="The system whose mutant catalogue to run."),
     only: Optional[List[str]] = typer.Option(None, "--mutant", "-m", help="Only this mutant (repeatable)."),
     engines: Optional[List[str]] = typer.Option(None, "--engine", "-e", help="Only this engine (repeatable)."),
     scale: float = typer.Option(1.0, "--scale", min=0.01, help="Multiply every engine's count budget (paths, traces, examples, seeds, rounds)."),
@@ -39,10 +39,19 @@ def mutants(
         for e in engines or []:
             if e not in ENGINES:
                 raise kit.UsageProblem(f"no engine {e!r} (known: {', '.join(ENGINES)})")
-        progress = (lambda n, e, d: None) if json_out else (
-            lambda n, e, d: kit.err.print(f"[dim]{n} / {e}: {'capped' if d.capped else 'killed' if d.killed else 'survived'} "
-                                      f"({d.spent or '-'}, {d.seconds:.1f} s)[/]"))
-        matrix = run_catalog(cat, only, engines, budget=Budget(scale=scale, max_seconds=max_seconds), on_cell=progress)
+        from conq.progress import Progress
+
+        cells = len(only or MUTANTS) * len(engines or ENGINES)
+        with Progress(f"mutants {model}", kit.err, json_out=json_out, total=cells, live=False,
+                      heartbeat=json_out or not kit.err.is_terminal) as bar:
+            def progress(n, e, d) -> None:
+                # a line per cell on a terminal; under --json (and piped) the count every 10 s
+                bar.update(f"{n} / {e}", advance=1)
+                if not json_out:
+                    kit.err.print(f"[dim]{n} / {e}: {'capped' if d.capped else 'killed' if d.killed else 'survived'} "
+                                  f"({d.spent or '-'}, {d.seconds:.1f} s)[/]")
+
+            matrix = run_catalog(cat, only, engines, budget=Budget(scale=scale, max_seconds=max_seconds), on_cell=progress)
         capped = capped_cells(matrix)
         names = engines or list(ENGINES)
         ref = matrix.pop("(reference)")

@@ -14,12 +14,12 @@ from . import kit
 
 
 def replay(
-    model: str = typer.Argument(..., help="Model whose traces are generated and replayed."),
+    model: str = typer.Argument(..., autocompletion=kit.complete_model, help="Model whose traces are generated and replayed."),
     traces: int = typer.Option(10_000, "--traces", min=1, help="How many traces."),
     seed: int = typer.Option(0, "--seed", min=0, help="Root seed: trace i is reproducible alone from (seed, i)."),
     length: int = typer.Option(30, "--length", min=1, help="Steps per trace."),
-    mode: str = typer.Option("coverage", "--mode", help="coverage (walks aimed at the unexplored frontier) | random | exhaustive (exhaustive prefixes + random walk)."),
-    config: Optional[List[str]] = typer.Option(None, "--config", "-c", help="Named configuration of the model; repeated, each is replayed in turn in one Spark session, its output in --out/CONFIG."),
+    mode: kit.TraceMode = typer.Option(kit.TraceMode.coverage, "--mode", help="coverage: walks aimed at the unexplored frontier; random; exhaustive: exhaustive prefixes, then a random walk."),
+    config: Optional[List[str]] = typer.Option(None, "--config", "-c", autocompletion=kit.complete_config, help="Named configuration of the model; repeated, each is replayed in turn in one Spark session, its output in --out/CONFIG."),
     set_: Optional[List[str]] = typer.Option(None, "--set", help="Override a configuration field: KEY=VALUE."),
     impl: str = typer.Option("reference", "--impl", help="'reference', 'stdio:COMMAND' (one port per partition) or 'driver:MODULE:Class'."),
     master: str = typer.Option("local[*]", "--master", help="Spark master URL."),
@@ -29,13 +29,18 @@ def replay(
     no_truth: bool = typer.Option(False, "--no-truth", help="Do not explore the bounded graph for the coverage truth."),
     no_graph: bool = typer.Option(False, "--no-graph", help="For targets beyond the explorer: no exhaustive graph; coverage by state fingerprints, growth curve and a Chao2 estimate of the unseen states (automatic for known large targets)."),
     symmetry: bool = typer.Option(False, "--symmetry", help="Also count coverage by symmetry class (the model's canonical form), against the model's symmetric graph."),
-    level: str = typer.Option("call", "--level", help="Protocol level: call, or thread (consumer-lists: the checker chooses the threads' interleaving; --config names one of the thread-level configurations, default one-acquirer)."),
+    level: kit.Level = typer.Option(kit.Level.call, "--level", help="Protocol level: call, or thread (consumer-lists: the checker chooses the threads' interleaving; --config names one of the thread-level configurations, default one-acquirer)."),
+    conf: Optional[List[str]] = typer.Option(None, "--conf", help="A Spark setting, as spark-submit takes it (repeatable): --conf spark.executor.memory=2g."),
+    spark_ui: bool = typer.Option(False, "--spark-ui", help="Keep Spark's web UI on (port 4040 on the driver, or the next free one); it is off by default."),
     json_out: bool = kit.JsonOpt,
 ) -> None:
     """Generate and replay many traces on Spark; report conformance and coverage against the exhaustive graph."""
+    mode, level = mode.value, level.value
 
     def body() -> int:
         import dataclasses
+
+        from conq.progress import Progress
 
         from conq.conformance.spark_replay import ReplayError, ReplayParams, close_session, replay_one, resolve_output, run_replay
 
@@ -45,8 +50,9 @@ def replay(
             raise kit.UsageProblem("--config: give distinct configurations" if only is None
                                else "--only replays one trace of one configuration: give one --config")
 
-        if mode not in ("random", "coverage", "exhaustive"):
-            raise kit.UsageProblem(f"--mode must be random, coverage or exhaustive, got {mode!r}")
+        settings = kit.parse_conf(conf)
+        if spark_ui:
+            settings.setdefault("spark.ui.enabled", "true")
         if only is None:
             kit.check_master(master)
             kit.check_output_dir(out_dir, "--out")
@@ -64,6 +70,9 @@ def replay(
                         kit.out.print(data["divergence"], markup=False)
                         kit.out.print(f"minimised: {data['minimised']}", markup=False)
                 return kit.EXIT_OK if data["ok"] else kit.EXIT_VIOLATION
+            if spark_ui:
+                kit.err.print("Spark UI: http://127.0.0.1:4040/ while the replay runs (the next port up if 4040 is taken)")
+            # the job's own lines on a terminal; under --json (and piped) a line every 10 s says it is alive
             say = (lambda msg: None) if json_out else (lambda msg: kit.err.print(f"[dim]replay:[/] {msg}"))
             if several:  # every configuration and output folder checked before the first replay
                 from conq.conformance.spark_replay import target_model
@@ -73,10 +82,14 @@ def replay(
                     resolve_output(out_dir / c)
             summaries = []
             try:
-                for c in configs:  # one kept Spark session serves them all (issue 20)
-                    summaries.append(run_replay(dataclasses.replace(params, config_name=c), master=master,
-                                                out=out_dir / c if several else out_dir, partitions=partitions,
-                                                truth=not (no_truth or no_graph), say=say, keep_session=several))
+                with Progress(f"replay {model}", kit.err, json_out=json_out, live=False,
+                              heartbeat=json_out or not kit.err.is_terminal) as bar:
+                    for c in configs:  # one kept Spark session serves them all
+                        bar.update(c or "")
+                        summaries.append(run_replay(dataclasses.replace(params, config_name=c), master=master,
+                                                    out=out_dir / c if several else out_dir, partitions=partitions,
+                                                    truth=not (no_truth or no_graph), say=say, keep_session=several,
+                                                    conf=settings or None))
             finally:
                 close_session()
         except ReplayError as e:
@@ -85,7 +98,7 @@ def replay(
             kit.emit_json([dataclasses.asdict(s) for s in summaries] if several else dataclasses.asdict(summaries[0]))
         for s in ([] if json_out else summaries):
             table = Table(title=f"replay: {model}" + (f"/{s.params['config_name']}" if several else "") + f" on {master}", title_justify="left")
-            for col in ("traces", "steps", "diverged", "states covered", "transitions covered", "seconds"):
+            for col in ("traces", "steps", "diverged", "call-level states covered", "call-level transitions covered", "seconds"):
                 table.add_column(col)
             table.add_row(
                 f"{s.traces:,}", f"{s.steps:,}", f"[red]{s.diverged}[/]" if s.diverged else "0",

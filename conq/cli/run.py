@@ -15,7 +15,7 @@ def run(
     quick: bool = typer.Option(False, "--quick", help="Skip manifest entries marked slow."),
     json_out: bool = kit.JsonOpt,
 ) -> None:
-    """The main job: model-check every manifest entry, run the engines that exist, write reports/."""
+    """The main job: model-check every manifest entry, run the engines that exist, write reports/ (index.html, summary.md)."""
 
     def body() -> int:
         from conq.jobs import main_job

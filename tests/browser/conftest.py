@@ -42,7 +42,7 @@ def _profile_processes(profile: str) -> list[int]:
 
 @pytest.fixture
 def browser(request):
-    webdriver = pytest.importorskip("selenium.webdriver")
+    from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
     for path in (CHROMIUM, CHROMEDRIVER):

@@ -6,13 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-pytest.importorskip("jinja2")
-pytest.importorskip("starlette")
-pytest.importorskip("uvicorn")
-
-from conq.html_report import HtmlReport  # noqa: E402
-from conq.model.engines.explorer import explore  # noqa: E402
-from conq.model.engines.registry import load_model  # noqa: E402
+from conq.html_report import HtmlReport
+from conq.model.engines.explorer import explore
+from conq.model.engines.registry import load_model
 
 #: the counterexample of no-lost-wakeup under upstream's flag order: c0's IO thread tells the
 #: queue it wants no work before writing its flag; the publisher, seeing c0's flag still set and

@@ -270,9 +270,10 @@ def test_cli_runs_a_seed_and_writes_the_report(tmp_path):
                                    "--out", str(tmp_path), "--json"])
     doc = json.loads(res.stdout)
     # the one divergence allowed: unit SC's queue choice (the client asks a random queue per receive,
-    # observed.py "the simple consumer (SC)"), when its receives did not alternate; a found one exits 1
+    # observed.py "the simple consumer (SC)"), when its receives did not alternate: a known, documented
+    # class (the model's variant simple-any-queue), so the run is as expected (exit 0)
     assert set(doc["divergences"]) <= {"model-accepts-log-as-variant", "simple-receive-round-robin"}, doc
-    assert res.exit_code == (1 if doc["divergences"] else 0), doc
+    assert res.exit_code == 0 and doc["verdict"].endswith("as expected"), doc
     assert doc["runs"] == 1 and doc["rpcs"]["SendMessage"] == 6
     assert doc["client"] == f"rocketmq-python-client=={CLIENT_VERSION}"
     assert (tmp_path / "report.md").exists() and (tmp_path / "traces" / "standard-seed0.ndjson").exists()
