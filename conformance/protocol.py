@@ -65,11 +65,10 @@ def schema() -> dict[str, Any]:
 @lru_cache(maxsize=1)
 def _schema() -> dict[str, Any]:
     import json
-    from pathlib import Path
 
-    from conq import spec
+    from conq.spec import data  # importlib.resources: also from the package zip a Spark executor imports
 
-    return json.loads((Path(spec.__file__).parent / "schemas" / SCHEMA_FILE).read_text(encoding="utf-8"))
+    return json.loads(data("schemas", SCHEMA_FILE).read_text(encoding="utf-8"))
 
 
 def _declarations() -> tuple[tuple[Message, ...], tuple[ErrorCode, ...]]:

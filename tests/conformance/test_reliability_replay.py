@@ -17,6 +17,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -136,13 +137,13 @@ def test_other_outputs_conq_may_not_write_are_refused(tmp_path):
 def test_a_failed_run_leaves_no_partial_folder_nor_zip(tmp_path, monkeypatch):
     zips = tmp_path / "tmp"
     zips.mkdir()
-    monkeypatch.setattr(spark_replay.tempfile, "tempdir", str(zips))
+    monkeypatch.setattr(tempfile, "tempdir", str(zips))
 
     def broken_spark(*a, **k):
         assert list(zips.glob("conq-replay-*")) and list(tmp_path.glob("out.partial-*"))
         raise RuntimeError("Spark broke")
 
-    monkeypatch.setattr(spark_replay, "spark_session", broken_spark)
+    monkeypatch.setattr(spark_replay.session, "spark_session", broken_spark)
     with pytest.raises(RuntimeError, match="Spark broke"):
         run_replay(params(), master="local[1]", out=tmp_path / "out", say=lambda m: None)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["tmp"] and list(zips.iterdir()) == []
@@ -157,7 +158,7 @@ def slow_spark(*a, **k):  # stands for a Spark job under way
     print("spark started", flush=True)
     time.sleep(600)
 
-spark_replay.spark_session = slow_spark
+spark_replay.session.spark_session = slow_spark
 p = spark_replay.ReplayParams(model=sys.argv[2], config_name="atomic", overrides={"clients": 2}, traces=64, impl=sys.argv[3])
 spark_replay.run_replay(p, master="local[1]", out=Path(sys.argv[1]), say=lambda m: None)
 '''
