@@ -148,7 +148,10 @@ def chao2(freq: Mapping[int, int], units: int, conf: float = 0.95) -> Estimate:
         var = max(0.0, sum(v * (math.exp(-k) - math.exp(-2 * k)) for k, v in freq.items())
                   - sum(k * math.exp(-k) * v for k, v in freq.items()) ** 2 / units)
         half = z * math.sqrt(var) / (1 - p)
-        low, high = max(s_obs, s_obs / (1 - p) - half), s_obs / (1 - p) + half
+        # Nothing is estimated unseen, so the point estimate is S_obs: the interval runs from it
+        # (never above it: chao2({2: 57}, 2) once gave 57.0 with the interval 65.9-65.9) up to
+        # SpadeR's upper bound for this case
+        low, high = s_obs, max(s_obs, s_obs / (1 - p) + half)
     total = sum(k * v for k, v in freq.items())  # U: incidences in all
     if q1 and total:
         left = ((units - 1) * q1 / ((units - 1) * q1 + 2 * q2) if q2
@@ -220,3 +223,27 @@ def rare_classes(rows: Iterable[tuple[str, int, int]], limit: int = 10) -> list[
     out = [{"class": c, "states": s, "seen_once": q1, "unit_visits": v} for c, (s, q1, v) in by.items()]
     out.sort(key=lambda r: (r["unit_visits"] / r["states"], r["unit_visits"], r["class"]))
     return out[:limit]
+
+
+def chao2_verdict(est: dict[str, Any] | None, truth: int | None) -> dict[str, Any] | None:
+    """A Chao2 estimate with what the truth (the explored graph's count, when known) says of it:
+    ``held`` (the interval holds the true count), and ``verdict``, a sentence that states a missed
+    interval as a miss ("missed: the true count is 4.1x the upper bound")."""
+    if not est:
+        return None
+    out = dict(est)
+    out["truth"] = truth
+    if truth is None:
+        out["held"] = None
+        out["verdict"] = "no exhaustive graph to compare with: read the estimate as a lower bound"
+    elif est["low"] <= truth <= est["high"]:
+        out["held"] = True
+        out["verdict"] = f"the interval holds the true count ({truth:,})"
+    else:
+        out["held"] = False
+        if truth > est["high"]:
+            ratio = truth / est["high"] if est["high"] else float("inf")
+            out["verdict"] = f"missed: the true count {truth:,} is {ratio:.1f}x the interval's upper bound"
+        else:
+            out["verdict"] = f"missed: the true count {truth:,} is below the interval's lower bound"
+    return out

@@ -20,6 +20,7 @@ from typing import Any, Iterable
 
 from conq.model.engines.changes import explain, jsonable, parts
 from conq.model.kernel import Model, Path, config_dict
+from conq.conformance.coverage_estimate import chao2_verdict
 from conq.render import status_text
 
 TEMPLATES = FsPath(__file__).resolve().parent / "templates"
@@ -96,30 +97,6 @@ def line_chart(points: list[tuple[float, float]], *, width: int = 520, height: i
     d = " ".join(f"{'M' if i == 0 else 'L'}{sx(x):.1f},{sy(y):.1f}" for i, (x, y) in enumerate(points))
     return {"path": d, "width": width, "height": height, "xmax": xmax, "ymax": ymax,
             "truth_y": sy(truth) if truth else None, "truth": truth, "xlabel": xlabel, "ylabel": ylabel}
-
-
-def chao2_verdict(est: dict[str, Any] | None, truth: int | None) -> dict[str, Any] | None:
-    """A Chao2 estimate with what the truth (the explored graph's count, when known) says of it:
-    ``held`` (the interval holds the true count), and ``verdict``, a sentence that states a missed
-    interval as a miss ("missed: the true count is 4.1x the upper bound")."""
-    if not est:
-        return None
-    out = dict(est)
-    out["truth"] = truth
-    if truth is None:
-        out["held"] = None
-        out["verdict"] = "no exhaustive graph to compare with: read the estimate as a lower bound"
-    elif est["low"] <= truth <= est["high"]:
-        out["held"] = True
-        out["verdict"] = f"the interval holds the true count ({truth:,})"
-    else:
-        out["held"] = False
-        if truth > est["high"]:
-            ratio = truth / est["high"] if est["high"] else float("inf")
-            out["verdict"] = f"missed: the true count {truth:,} is {ratio:.1f}x the interval's upper bound"
-        else:
-            out["verdict"] = f"missed: the true count {truth:,} is below the interval's lower bound"
-    return out
 
 
 @dataclass

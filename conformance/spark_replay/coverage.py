@@ -12,6 +12,8 @@ import json
 from collections import Counter
 from pathlib import Path
 
+from conq.model.engines.changes import jsonable
+
 from .params import BLOCK, ReplayParams, ReplaySummary, target_model
 from .rows import CANONICAL, _replay
 
@@ -178,7 +180,7 @@ def _compare_with_graph(model, summary: ReplaySummary, state_keys: set[int], tra
             f"{len(missed_states)} states not reached ({too_deep} lie deeper than the trace length {length}"
             + ("" if too_deep == len(missed_states) else "; the others need rarer action sequences than the walks drew: "
                "--mode coverage aims at them") + "); "
-            f"e.g. {json.dumps(model.view(states[missed_states[0]]), default=str)[:300]}"
+            f"e.g. {json.dumps(jsonable(model.view(states[missed_states[0]])), separators=(',', ':'))}"  # whole, as JSON
         )
     if hit_t < len(all_trans):
         notes.append(f"{len(all_trans) - hit_t} transitions not taken")

@@ -137,3 +137,30 @@ def test_estimate_from_a_partial_replay_approaches_the_known_count():
         assert e.observed < truth
         assert abs(e.estimate - truth) <= 0.03 * truth, e.describe()
         assert e.high >= truth, e.describe()
+
+
+def test_chao2_interval_holds_its_estimate_when_nothing_is_seen_once():
+    """No item met in exactly one unit: nothing is estimated unseen, and the interval starts at the
+    estimate (it once gave 57.0 with the interval 65.9-65.9, which excludes it)."""
+    for freq, units in (({2: 57}, 2), ({3: 10, 1: 1}, 4), ({2: 5, 4: 7}, 4)):
+        e = chao2(freq, units)
+        assert e.low <= e.estimate <= e.high, (freq, e)
+        assert e.low == e.observed
+    assert chao2({2: 57}, 2).estimate == 57.0
+
+
+def test_the_replay_report_states_a_missed_interval_as_missed():
+    """The interval against the graph's count within the trace length: a miss is said to be one,
+    with by how much (it was stated as a neutral 'does not contain it')."""
+    from types import SimpleNamespace
+
+    from conq.conformance.spark_replay.report import _closeness_lines
+
+    est = chao2({1: 40, 2: 30, 3: 20}, units=16).as_dict()
+    s = SimpleNamespace(state_estimate=est, transition_estimate=None, graph_states=400, graph_states_within_length=400,
+                        params={"length": 24, "mode": "coverage"}, unit="block", units=16, graph="explored",
+                        growth_points=[], rare_classes=[])
+    text = "\n".join(_closeness_lines(s))
+    assert f"**missed: the true count 400 is {400 / est['high']:.1f}x the interval's upper bound**" in text
+    s.graph_states_within_length = round(est["estimate"])
+    assert "the interval holds the true count" in "\n".join(_closeness_lines(s))
