@@ -9,6 +9,7 @@ reports every entry as matching or not: one source of truth.
 
 from __future__ import annotations
 
+import json
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,7 +35,9 @@ class Expectation:
     @property
     def label(self) -> str:
         extra = " +symmetry" if self.symmetry else ""
-        extra += "".join(f" {k}={v}" for k, v in self.overrides.items())
+        # as --set takes it back: JSON values (``consumers=[[1,true],[1,true]]``), strings bare
+        extra += "".join(f" {k}={v if isinstance(v, str) else json.dumps(v, separators=(',', ':'))}"
+                         for k, v in self.overrides.items())
         return f"{self.model}/{self.config}{extra}"
 
 
