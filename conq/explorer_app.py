@@ -10,8 +10,8 @@ the terminal and the report.
 The server is Starlette under uvicorn: every request is answered from bounded tables (a state
 table of at most ``max_states`` states, searches bounded by a count of states, answers cut at
 ``MAX_ACTIONS`` actions), every handler catches everything and answers with an error document,
-long work (the model check behind "violations", a search) runs in a worker thread, one at a
-time, and uvicorn bounds the connections and the size of a request.  A client that goes away
+long work runs in worker threads (the model check behind "violations" once, in the background;
+searches one at a time, beside it), and uvicorn bounds the connections and the size of a request.  A client that goes away
 mid-answer costs nothing but that answer.
 """
 
@@ -41,7 +41,7 @@ class Session:
         self.states: list[Any] = []
         self.ids: dict[Any, int] = {}
         self.lock = threading.Lock()  # the state table
-        self.work = threading.Lock()  # one long job (check or search) at a time
+        self.searching = threading.Lock()  # one search at a time (the check runs beside it, once)
         self.check: dict[str, Any] | None = None
         self.check_thread: threading.Thread | None = None
         self.inits = [self.intern(s) for s in model.init_states()]
@@ -131,8 +131,7 @@ class Session:
         from conq.model.engines.explorer import explore
 
         try:
-            with self.work:
-                ex = explore(self.model, max_states=self.check_states)
+            ex = explore(self.model, max_states=self.check_states)
             found = []
             for v in ex.verdicts:
                 if v.status == "violated" and v.path is not None:
@@ -156,8 +155,8 @@ class Session:
         if not part:
             raise BadRequest("field: give PART.FIELD, e.g. c0.node (a part alone, e.g. m0, for a one-value part)")
         m = self.model
-        if not self.work.acquire(timeout=0.5):
-            raise Busy("another search or the model check is running: try again in a moment")
+        if not self.searching.acquire(timeout=5.0):
+            raise Busy("another search is running: try again in a moment")
         try:
             inits = list(dict.fromkeys(m.init_states()))
             parent: dict[Any, Any] = {s: None for s in inits}
@@ -182,7 +181,7 @@ class Session:
                     "message": (f"no reachable state has {field} = {jsonable(value)!r}" if not queue else
                                 f"not found in the first {seen:,} states (the search is bounded)")}
         finally:
-            self.work.release()
+            self.searching.release()
 
     def _chain(self, chain: list[Any]) -> list[dict[str, Any]]:
         m = self.model
