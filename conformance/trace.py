@@ -291,13 +291,15 @@ def _model_class(name: str, lineno: int, source: str, required: bool):
         raise TraceError(f"{source}:{lineno}: field 'model': {e}") from None
 
 
-def _check_config(cls, config: dict[str, Any], lineno: int, source: str) -> None:
-    """A header's config, through the model's own validation (``Model.validate_config``)."""
+def _check_config(cls, config: dict[str, Any], lineno: int, source: str, config_name: str | None = None) -> Any:
+    """A header's config, through the model's own validation (``Model.validate_config``): the named
+    configuration (else the model's default) with the header's fields over it."""
     from conq.model.kernel import ConfigError, ModelError, config_from_overrides
 
     try:
-        base = next(iter(cls.configs().values()))
-        config_from_overrides(cls, base, config)
+        named = cls.configs()
+        base = named.get(config_name) if config_name in named else next(iter(named.values()))
+        return config_from_overrides(cls, base, config)
     except ConfigError as e:
         f, problem = e.problems[0]
         more = f" (and {len(e.problems) - 1} more)" if len(e.problems) > 1 else ""
@@ -308,6 +310,25 @@ def _check_config(cls, config: dict[str, Any], lineno: int, source: str) -> None
 
 
 KINDS = ("recorded", "observed")
+
+#: how deep a line's JSON may nest: checked before validation, whose recursion would otherwise end
+#: in a RecursionError (issue 33); real traces nest under 10 levels
+MAX_DEPTH = 64
+
+
+def _too_deep(obj: Any, limit: int = MAX_DEPTH) -> bool:
+    """Whether ``obj`` nests lists and objects more than ``limit`` levels deep (iteratively)."""
+    stack = [(obj, 1)]
+    while stack:
+        v, depth = stack.pop()
+        if isinstance(v, dict):
+            v = list(v.values())
+        elif not isinstance(v, list):
+            continue
+        if depth > limit:
+            return True
+        stack.extend((x, depth + 1) for x in v if isinstance(x, (list, dict)))
+    return False
 
 
 def parse_lines(lines: Iterable[str | bytes], source: str = "<trace>", *, require_known_model: bool = False,
@@ -326,7 +347,7 @@ def parse_lines(lines: Iterable[str | bytes], source: str = "<trace>", *, requir
     only: a checker replaying it would have no complete actions to send)."""
     header_v, event_v, observed_v = _validators()
     trace: Trace | None = None
-    cls = None
+    cls = config = None
     lineno = 0
     for lineno, raw in enumerate(lines, 1):
         text = _decode(raw, lineno, source)
@@ -340,11 +361,13 @@ def parse_lines(lines: Iterable[str | bytes], source: str = "<trace>", *, requir
             raise TraceError(f"{source}:{lineno}: not valid JSON: nested too deeply") from None
         except ValueError as e:  # e.g. an integer beyond Python's digit limit
             raise TraceError(f"{source}:{lineno}: not valid JSON: {e}") from None
+        if _too_deep(obj):
+            raise TraceError(f"{source}:{lineno}: nested deeper than {MAX_DEPTH} levels (a trace line nests a few)")
         if trace is None:
-            trace, cls = _header(obj, lineno, source, header_v, require_known_model, kinds)
+            trace, (cls, config) = _header(obj, lineno, source, header_v, require_known_model, kinds)
             continue
         if trace.kind == "observed":
-            trace.events.append(_observed_event(obj, lineno, source, observed_v, cls, len(trace.events) + 1))
+            trace.events.append(_observed_event(obj, lineno, source, observed_v, cls, len(trace.events) + 1, config))
             continue
         problem = _problem(event_v, obj)
         if problem:
@@ -353,7 +376,7 @@ def parse_lines(lines: Iterable[str | bytes], source: str = "<trace>", *, requir
             raise TraceError(f"{source}:{lineno}: field 'step': expected {len(trace.events) + 1}, got {obj['step']}")
         action = hashable(obj["action"])
         if cls is not None:
-            wrong = cls.action_problem(action)
+            wrong = cls.action_problem(action, config)
             if wrong:
                 raise TraceError(f"{source}:{lineno}: field 'action': {wrong}")
         trace.events.append(Event(obj["step"], action, hashable(obj.get("observation")), obj.get("state"), lineno))
@@ -378,8 +401,9 @@ def _header(obj: Any, lineno: int, source: str, header_v, require_known_model: b
                              "read by `conq validate MODEL TRACE`, not replayed")
         raise TraceError(f"{source}:{lineno}: field 'kind': expected {' or '.join(kinds)}, got {kind!r}")
     cls = _model_class(obj["model"], lineno, source, require_known_model)
-    if cls is not None and "config" in obj:
-        _check_config(cls, obj["config"], lineno, source)
+    config = None  # the configuration the events' parameters are judged under
+    if cls is not None:
+        config = _check_config(cls, obj.get("config", {}), lineno, source, obj.get("config_name"))
     hidden = obj.get("hidden")
     if hidden is not None and cls is not None and cls.ACTIONS is not None:
         for i, name in enumerate(hidden):
@@ -398,10 +422,10 @@ def _header(obj: Any, lineno: int, source: str, header_v, require_known_model: b
         hidden=tuple(hidden) if hidden is not None else None,
         config_given="config" in obj,
     )
-    return trace, cls
+    return trace, (cls, config)
 
 
-def _observed_event(obj: Any, lineno: int, source: str, validator, cls, step: int) -> ObservedEvent:
+def _observed_event(obj: Any, lineno: int, source: str, validator, cls, step: int, config: Any = None) -> ObservedEvent:
     """One line of an observed log: schema, step, and the action against the model's declaration
     (a known name; at most as many parameters as it takes; named parameters it has)."""
     if isinstance(obj, dict) and "step" in obj and "action" not in obj and "observe" not in obj:
@@ -438,6 +462,11 @@ def _observed_event(obj: Any, lineno: int, source: str, validator, cls, step: in
                 raise TraceError(f"{source}:{lineno}: field 'params/{pname}': {value!r} contradicts the "
                                  f"action's parameter {params[i]!r}")
             params[i] = value
+        if declared is not None:
+            for i, value in params.items():
+                wrong = cls.param_problem(config, name, declared[i], value)
+                if wrong:
+                    raise TraceError(f"{source}:{lineno}: field 'action': {wrong}")
         event.name = name
         event.params = tuple(sorted(params.items()))
         if "observation" in obj:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import heapq
 import json
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -88,6 +89,7 @@ class Validation:
     largest: int = 0  # the largest closure
     truncated: list[int] = field(default_factory=list)  # event indexes whose closure hit the bound (0: before the first)
     max_states: int = MAX_STATES
+    stopped: str | None = None  # the total bound (states, seconds, memory) that ended the run before a verdict
 
     @property
     def exit_code(self) -> int:
@@ -111,6 +113,7 @@ class Validation:
             "largest_closure": self.largest,
             "max_states": self.max_states,
             "truncated_at_events": self.truncated,
+            "stopped_by": self.stopped,
         }
         if self.verdict == "accepted":
             doc["witness"] = [s.to_json() for s in self.path]
@@ -136,6 +139,9 @@ class Validation:
                              "other explanations may exist)")
             return lines
         f = self.failed or {}
+        if self.stopped:
+            return [f"{head}: INCOMPLETE (stopped: {self.stopped}; not a verdict); {stats}",
+                    f"events matched before the stop: {self.accepted} (through line {self.last_line})"]
         word = "REJECTED" if self.verdict == "rejected" else "INCOMPLETE (a closure hit --max-states; not a verdict)"
         where = f"line {self.last_line}" + (" (the header)" if self.last_line == 1 and not self.accepted else "")
         lines = [
@@ -282,11 +288,61 @@ def model_for(trace: Trace, model_name: str | None = None, config_name: str | No
     return model, level
 
 
+class _Stop(Exception):
+    """A total bound ended the validation before a verdict."""
+
+
+class _Budget:
+    """The total bounds of one validation: states over every closure, seconds, resident memory
+    (``conq validate --max-states/--max-seconds/--max-memory``).  Time and memory are read every
+    1,024 states, so the search pays almost nothing for them; hitting one ends the run (exit 4)."""
+
+    EVERY = 1024
+
+    def __init__(self, max_states: int | None, max_seconds: float | None, max_memory_mb: float | None) -> None:
+        self.max_states, self.max_seconds, self.max_memory_mb = max_states, max_seconds, max_memory_mb
+        self.deadline = None if max_seconds is None else time.monotonic() + max_seconds
+        self.states = 0
+        self.result: Validation | None = None  # the validation under way (what a stop reports)
+
+    def tick(self) -> None:
+        self.states += 1
+        if self.max_states is not None and self.states > self.max_states:
+            raise _Stop(f"--max-states {self.max_states:,} (states over every closure)")
+        if self.states % self.EVERY == 0:
+            self.check()
+
+    def check(self) -> None:
+        if self.deadline is not None and time.monotonic() >= self.deadline:
+            raise _Stop(f"--max-seconds {self.max_seconds:g}")
+        if self.max_memory_mb is not None:
+            from conq.model.engines.explorer import rss_bytes
+
+            rss = rss_bytes()
+            if rss is not None and rss > self.max_memory_mb * 2**20:
+                raise _Stop(f"--max-memory {self.max_memory_mb:g} MB (resident {rss / 2**20:,.0f} MB)")
+
+
 def validate(model: Model, trace: Trace, *, level: str = "thread", source: str = "<trace>",
-             max_states: int = MAX_STATES) -> Validation:
-    """Search ``model`` for a behaviour that produces the log ``trace`` (see the module docstring)."""
-    if max_states < 1:
+             max_states: int = MAX_STATES, max_total_states: int | None = None, max_seconds: float | None = None,
+             max_memory_mb: float | None = None) -> Validation:
+    """Search ``model`` for a behaviour that produces the log ``trace`` (see the module docstring).
+    ``max_states`` bounds one closure (a cut closure that then rejects is incomplete); the total
+    bounds -- ``max_total_states`` over every closure, ``max_seconds``, ``max_memory_mb`` -- end
+    the run when hit, incomplete (exit 4) with ``stopped`` naming the bound."""
+    if max_states < 1 or (max_total_states is not None and max_total_states < 1):
         raise ValueError("max_states must be at least 1")
+    budget = _Budget(max_total_states, max_seconds, max_memory_mb)
+    try:
+        return _validate(model, trace, level, source, max_states, budget)
+    except _Stop as stop:
+        res = budget.result
+        res.verdict, res.stopped = "incomplete", str(stop)
+        res.states = budget.states
+        return res
+
+
+def _validate(model: Model, trace: Trace, level: str, source: str, max_states: int, budget: _Budget) -> Validation:
     events = [_as_observed(e) for e in trace.events]
     views = _Views(model)
     # a recorded trace logs every step; an observed log hides what it does not name
@@ -303,8 +359,11 @@ def validate(model: Model, trace: Trace, *, level: str = "thread", source: str =
     def hidden(a: tuple) -> bool:
         return a[0] in hidden_names if hidden_names is not None else a[0] not in logged
 
-    res = Validation(model=model.name, config_name=getattr(model, "config_name", None), config=config_dict(model.config),
-                     level=level, source=source, events=len(events), hidden=hidden_list, max_states=max_states)
+    res = budget.result = Validation(model=model.name, config_name=getattr(model, "config_name", None),
+                                     config=config_dict(model.config), level=level, source=source, events=len(events),
+                                     hidden=hidden_list, max_states=max_states)
+    res.last_line = 1
+    budget.check()  # a bound already passed (memory) stops before the search
     successors = model.successors
     # layers[k]: the closure after event k (k = 0: before the first), state -> (depth, parent, parent layer,
     # action, observation); parent None for an initial state, action None for a state observation
@@ -313,7 +372,9 @@ def validate(model: Model, trace: Trace, *, level: str = "thread", source: str =
     for s in model.init_states():
         roots.setdefault(s, (0, None, None, None, None))
     for k in range(len(events) + 1):
-        done, succ, cut = _closure(roots, k, successors, hidden, max_states)
+        res.accepted = k
+        res.last_line = events[k - 1].line if k else 1
+        done, succ, cut = _closure(roots, k, successors, hidden, max_states, budget)
         layers.append(done)
         res.states += len(done)
         res.largest = max(res.largest, len(done))
@@ -354,7 +415,7 @@ def _check_observe_paths(model: Model, views: _Views, events: list[ObservedEvent
                                  f"view (fields: {', '.join(fields)})")
 
 
-def _closure(roots: dict[Any, tuple], k: int, successors, hidden, max_states: int):
+def _closure(roots: dict[Any, tuple], k: int, successors, hidden, max_states: int, budget: _Budget | None = None):
     """Every state reachable from ``roots`` by hidden steps, each with its shortest path
     (roots enter at their own depth: a multi-source breadth-first search by depth).
     Returns (state -> entry, state -> its successors, whether the bound cut it)."""
@@ -372,6 +433,8 @@ def _closure(roots: dict[Any, tuple], k: int, successors, hidden, max_states: in
         if len(done) >= max_states:
             cut = True
             break
+        if budget is not None:
+            budget.tick()
         done[s] = best[s]
         out = succ[s] = successors(s)
         for a, o, t in out:
@@ -470,7 +533,7 @@ def _path(layers: list[dict], k: int, s: Any) -> tuple[list[Step], Any]:
 
 
 def validate_file(model_name: str, path: str, *, config_name: str | None = None, level: str | None = None,
-                  max_states: int = MAX_STATES) -> Validation:
+                  max_states: int = MAX_STATES, **bounds: Any) -> Validation:
     """Read and validate a log file against a registered model (``conq validate``).  Bad input --
     an unreadable or malformed file, a header naming another model -- is a :class:`TraceError`
     naming the file, line and field."""
@@ -484,4 +547,4 @@ def validate_file(model_name: str, path: str, *, config_name: str | None = None,
     if trace.model != expected:
         raise TraceError(f"{path}:1: field 'model': the log is of model '{trace.model}', not '{expected}'")
     model, level = model_for(trace, model_name, config_name, level)
-    return validate(model, trace, level=level, source=str(path), max_states=max_states)
+    return validate(model, trace, level=level, source=str(path), max_states=max_states, **bounds)

@@ -30,7 +30,7 @@ import dataclasses
 import enum
 import json
 from dataclasses import dataclass
-from typing import Any, Callable, ClassVar, Generic, Hashable, Iterable, Mapping, Sequence, TypeVar
+from typing import Any, Callable, ClassVar, Container, Generic, Hashable, Iterable, Mapping, Sequence, TypeVar
 
 S = TypeVar("S", bound=Hashable)
 
@@ -206,6 +206,27 @@ def split_problem(problem: str) -> tuple[str, str]:
     return "", problem
 
 
+def _json_type(t: type) -> str:
+    return {int: "an integer", str: "a string", bool: "a boolean (true or false)"}.get(t, t.__name__)
+
+
+#: the integers a configuration may hold: larger ones overflow the index-sized arithmetic of the
+#: models and engines (issue 33: --set messages=99999999999999999999 was an OverflowError, exit 3)
+_INT64 = (-(2**63), 2**63 - 1)
+
+
+def _huge_int(value: Any) -> int | None:
+    """The first integer in a (nested) tuple that does not fit in 64 bits, or None."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, (tuple, list)):
+            stack.extend(v)
+        elif isinstance(v, int) and not isinstance(v, bool) and not _INT64[0] <= v <= _INT64[1]:
+            return v
+    return None
+
+
 def config_type_problems(config: Any) -> list[str]:
     """Type problems of a configuration dataclass, judged against each field's default:
     a bool field takes a bool, an int field an int (not a bool), a tuple field a tuple, an
@@ -232,9 +253,15 @@ def config_type_problems(config: Any) -> list[str]:
         elif isinstance(default, int):
             if isinstance(v, bool) or not isinstance(v, int):
                 problems.append(f"{f.name}: must be an integer, got {v!r}")
+            elif not _INT64[0] <= v <= _INT64[1]:
+                problems.append(f"{f.name}: {v} is out of range (a configuration integer fits in 64 bits)")
         elif isinstance(default, tuple):
             if not isinstance(v, tuple):
                 problems.append(f"{f.name}: must be a list, got {v!r}")
+            else:
+                huge = _huge_int(v)
+                if huge is not None:
+                    problems.append(f"{f.name}: {huge} is out of range (a configuration integer fits in 64 bits)")
         elif isinstance(default, str):
             if not isinstance(v, str):
                 problems.append(f"{f.name}: must be a string, got {v!r}")
@@ -279,6 +306,10 @@ class Model(Generic[S]):
     #: unknown actions).  A model with a call-level view (``conformance/views.py``) declares
     #: the view's calls too: traces of it speak either vocabulary.
     ACTIONS: ClassVar[Mapping[str, tuple[str, ...]] | None] = None
+    #: The JSON type of each action parameter, by parameter name (``int``, ``str``, ``bool``;
+    #: an ``int`` is never a ``bool``): a trace's parameter of another type is bad input, not a
+    #: divergence.  The values a configuration allows come from :meth:`param_range`.
+    PARAM_TYPES: ClassVar[Mapping[str, type]] = {}
 
     def __init__(self, config: Any | None = None):
         self.config = config if config is not None else self.Config()
@@ -296,9 +327,32 @@ class Model(Generic[S]):
         return config_type_problems(config)
 
     @classmethod
-    def action_problem(cls, action: Sequence[Any]) -> str | None:
+    def param_range(cls, config: Any, action: str, param: str) -> Container[Any] | None:
+        """The values parameter ``param`` of ``action`` may take under ``config`` (e.g.
+        ``range(consumers)``), or None when any value of its type may be right."""
+        return None
+
+    @classmethod
+    def param_problem(cls, config: Any | None, action: str, param: str, value: Any) -> str | None:
+        """Why ``value`` cannot be parameter ``param`` of ``action`` (its type, then its range
+        under ``config`` when given), or None."""
+        want = cls.PARAM_TYPES.get(param)
+        if want is not None and (not isinstance(value, want) or (want is not bool and isinstance(value, bool))):
+            return f"parameter {param} of '{action}' is {_json_type(want)}, got {value!r}"
+        domain = cls.param_range(config, action, param) if config is not None and want is not None else None
+        if domain is not None and value not in domain:
+            if isinstance(domain, range) and domain.step == 1:
+                allowed = f"in {domain.start}..{domain.stop - 1}" if len(domain) else "nothing (none configured)"
+            else:
+                allowed = f"one of {sorted(domain)!r}"
+            return f"parameter {param} of '{action}' must be {allowed} in this configuration, got {value!r}"
+        return None
+
+    @classmethod
+    def action_problem(cls, action: Sequence[Any], config: Any | None = None) -> str | None:
         """Why ``action`` is no action of this model (unknown name, wrong number of
-        parameters), or None.  Judged against :attr:`ACTIONS`; None when undeclared."""
+        parameters, a parameter of the wrong type or, given the ``config``, out of its range),
+        or None.  Judged against :attr:`ACTIONS`; None when undeclared."""
         if cls.ACTIONS is None:
             return None
         if not isinstance(action, (tuple, list)) or not action or not isinstance(action[0], str):
@@ -310,6 +364,10 @@ class Model(Generic[S]):
         if len(action) - 1 != len(params):
             takes = f"{len(params)} parameter{'s' if len(params) != 1 else ''}" + (f" ({', '.join(params)})" if params else "")
             return f"action '{name}' takes {takes}, got {len(action) - 1}: {list(action)!r}"
+        for param, value in zip(params, action[1:]):
+            problem = cls.param_problem(config, name, param, value)
+            if problem:
+                return problem
         return None
 
     @classmethod

@@ -213,19 +213,23 @@ def validate_log(
     trace_file: Path = typer.Argument(..., metavar="TRACE", help="The log: an observed NDJSON trace (spec/trace-format.md)."),
     config: Optional[str] = typer.Option(None, "--config", "-c", autocompletion=kit.complete_config, help="Named configuration (default: the log's, else the model's first); the log's config fields apply over it."),
     level: Optional[str] = typer.Option(None, "--level", help="thread (the model's own steps) or call (its call-level view); default: the log's level, else thread (a recorded trace: call)."),
-    max_states: int = typer.Option(200_000, "--max-states", min=1, help="Bound on the states of one closure under hidden steps; hit before a verdict: exit 4."),
+    max_states: int = typer.Option(1_000_000, "--max-states", min=1, help="Bound on the model states explored in all (every closure under hidden steps together); hit before a verdict: exit 4."),
+    max_seconds: Optional[float] = typer.Option(None, "--max-seconds", min=0.01, help="Bound on the run's seconds; hit before a verdict: exit 4."),
+    max_memory: Optional[float] = typer.Option(None, "--max-memory", min=1.0, help="Bound on resident memory (MB); hit before a verdict: exit 4."),
     json_out: bool = kit.JsonOpt,
 ) -> None:
     """Black-box trace validation: can the model, with hidden internal steps between the logged
     events, produce this log?  Exit 0 accepted, 1 rejected (the longest accepted prefix, what the
-    model allowed next, a shortest path there), 2 bad log, 4 incomplete (--max-states hit)."""
+    model allowed next, a shortest path there), 2 bad log, 4 incomplete (--max-states,
+    --max-seconds or --max-memory hit)."""
 
     def body() -> int:
         from conq.conformance.validate import validate_file
 
         if level is not None and level not in ("thread", "call"):
             raise kit.UsageProblem(f"--level must be thread or call, got {level!r}")
-        res = validate_file(model, str(trace_file), config_name=config, level=level, max_states=max_states)
+        res = validate_file(model, str(trace_file), config_name=config, level=level, max_states=max_states,
+                            max_total_states=max_states, max_seconds=max_seconds, max_memory_mb=max_memory)
         if json_out:
             kit.emit_json(res.to_json())
         else:

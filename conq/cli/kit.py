@@ -273,10 +273,14 @@ def _stdout_reserved() -> Iterator[None]:
 def guard(fn: Callable[[], int], json_out: bool = False) -> None:
     """Run a command body and map its outcome onto the documented exit codes; under
     ``--json`` write exactly one document to stdout (the body's, or the error)."""
+    from conq.conformance.adapters import sigterm_exits
+
     _State.json_doc, _State.json_set = None, False
     error: dict[str, Any] | None = None
     try:
-        with _stdout_reserved() if json_out else contextlib.nullcontext():
+        # SIGTERM is a clean exit 143 in every command (its cleanup runs, --json still gets its one
+        # document); a command that stops on SIGTERM by design (broker serve) installs its own handler
+        with sigterm_exits(), _stdout_reserved() if json_out else contextlib.nullcontext():
             try:
                 code = fn()
             except _usage_types() as e:

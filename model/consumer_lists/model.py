@@ -96,6 +96,17 @@ class ConsumerListsModel(OtherActors, Model):
         "reset_sub_pointers_for_groups": (),
         "pull": ("c",),
     }
+    PARAM_TYPES = {"c": int, "j": int, "r": str, "desired": bool}
+
+    @classmethod
+    def param_range(cls, config, action, param):
+        if param == "c":
+            return range(len(config.consumers))
+        if param == "j":
+            return range(config.messages)
+        if param == "r":
+            return REASONS[: config.reasons]
+        return None
 
     @classmethod
     def configs(cls):

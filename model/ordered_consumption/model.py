@@ -142,6 +142,24 @@ class OrderedConsumptionModel(Model):
         "change_invisible_answer": ("m", "answer"), "forward_to_dlq_answer": ("m", "answer"),
         "simple_receive": ("answer",), "simple_ack": ("m", "answer"), "simple_change_invisible": ("m", "answer"),
     }
+    PARAM_TYPES = {"queue": int, "p": int, "m": int, "th": int, "answer": str, "result": str, "backoff": int}
+
+    @classmethod
+    def param_range(cls, config, action, param):
+        # with several push consumers a push step's p / m names (client, its queue or copy):
+        # group_param, so the range is the clients' times the queues or messages
+        clients = max(1, config.consumers)
+        if param == "queue":
+            return range(config.queues)
+        if param == "p":
+            return range(clients * config.queues)
+        if param == "m":
+            return range(clients * len(config.msg_queue))
+        if param == "th":
+            return range(config.simple_threads)
+        if param == "backoff":
+            return range(2**63)
+        return None
 
     @classmethod
     def validate_config(cls, config):

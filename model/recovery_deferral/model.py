@@ -118,6 +118,11 @@ class RecoveryDeferralModel(Model):
         "feed": ("p",), "track": (), "run": ("q",), "done": ("q",), "recover": ("p",),
         "status": ("p", "k"), "poll": ("p", "k"), "deliver": (), "announce": ("p",),
     }
+    PARAM_TYPES = {"p": int, "q": int, "k": int}
+
+    @classmethod
+    def param_range(cls, config, action, param):
+        return {"p": range(config.producers), "q": range(config.queues), "k": range(len(config.callbacks))}.get(param)
 
     @classmethod
     def validate_config(cls, config):
