@@ -6,6 +6,9 @@ a fixed count of examples and gives the same verdict on a loaded 2-core machine 
 Tests that pass their own ``settings(...)`` inherit everything they do not set from this profile.
 """
 
+from pathlib import Path
+
+import pytest
 from hypothesis import HealthCheck, settings
 
 settings.register_profile(
@@ -17,3 +20,25 @@ settings.register_profile(
     print_blob=True,
 )
 settings.load_profile("conq")
+
+
+def descendants(pid: int) -> set[int]:
+    """Every process under ``pid`` now (children, their children, ...), read from /proc."""
+    out: set[int] = set()
+    todo = [pid]
+    while todo:
+        p = todo.pop()
+        for task in Path(f"/proc/{p}/task").glob("*"):
+            try:
+                kids = {int(x) for x in (task / "children").read_text().split()}
+            except OSError:
+                continue
+            todo += list(kids - out)
+            out |= kids
+    return out
+
+
+@pytest.fixture
+def process_tree():
+    """``descendants(pid)``: the processes under ``pid`` (for the tests that nothing is left behind)."""
+    return descendants

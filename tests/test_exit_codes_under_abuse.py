@@ -115,22 +115,7 @@ def test_validate_max_memory_and_max_seconds_end_the_run_with_exit_4(tmp_path, m
 
 
 # ============================================================================ SIGTERM
-def _descendants(pid: int) -> set[int]:
-    out: set[int] = set()
-    todo = [pid]
-    while todo:
-        p = todo.pop()
-        for task in Path(f"/proc/{p}/task").glob("*"):
-            try:
-                kids = {int(x) for x in (task / "children").read_text().split()}
-            except OSError:
-                continue
-            todo += list(kids - out)
-            out |= kids
-    return out
-
-
-def _terminate_when(args: list[str], ready: str | int) -> tuple[int, dict, str]:
+def _terminate_when(args: list[str], ready: str | int, descendants) -> tuple[int, dict, str]:
     """Run ``conq ARGS --json``, send SIGTERM once its stderr shows ``ready`` (a string) or it has
     ``ready`` (a number) processes of its own; (exit code, document, stderr).  The processes it
     started must all be gone when it has exited."""
@@ -145,9 +130,9 @@ def _terminate_when(args: list[str], ready: str | int) -> tuple[int, dict, str]:
                     break
         else:
             deadline = time.monotonic() + 120  # a safety cap
-            while len(_descendants(proc.pid)) < ready and proc.poll() is None and time.monotonic() < deadline:
+            while len(descendants(proc.pid)) < ready and proc.poll() is None and time.monotonic() < deadline:
                 time.sleep(0.05)
-        children = _descendants(proc.pid)
+        children = descendants(proc.pid)
         proc.send_signal(signal.SIGTERM)
         out, err = proc.communicate(timeout=120)  # a safety cap
     finally:
@@ -160,14 +145,15 @@ def _terminate_when(args: list[str], ready: str | int) -> tuple[int, dict, str]:
     return proc.returncode, json.loads(out), "".join(seen) + err
 
 
-def test_sigterm_is_exit_143_with_the_json_document_in_upstream(tmp_path):
+def test_sigterm_is_exit_143_with_the_json_document_in_upstream(tmp_path, process_tree):
     pytest.importorskip("rocketmq")
     code, doc, err = _terminate_when(["upstream", "rocketmq-python", "--workload", "model-push-fifo", "--seeds", "50",
-                                      "--out", str(tmp_path / "up")], "seed 0:")
+                                      "--out", str(tmp_path / "up")], "seed 0:", process_tree)
     assert code == 143 and doc == {"ok": False, "exit_code": 143,
                                    "error": {"kind": "terminated", "message": "terminated (exit 143)"}}, err
 
 
-def test_sigterm_is_exit_143_with_the_json_document_in_check():
-    code, doc, err = _terminate_when(["check", "consumer-lists", "--set", "messages=6", "--workers", "2"], 2)
+def test_sigterm_is_exit_143_with_the_json_document_in_check(process_tree):
+    code, doc, err = _terminate_when(["check", "consumer-lists", "--set", "messages=6", "--workers", "2"], 2,
+                                     process_tree)
     assert code == 143 and doc["exit_code"] == 143 and doc["error"]["kind"] == "terminated", err

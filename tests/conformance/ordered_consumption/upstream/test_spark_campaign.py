@@ -29,21 +29,6 @@ CAP = 120.0  # seconds, safety cap per run only
 SEEDS = [0, 1]
 
 
-def _descendants(pid: int) -> set[int]:
-    out: set[int] = set()
-    todo = [pid]
-    while todo:
-        p = todo.pop()
-        for task in Path(f"/proc/{p}/task").glob("*"):
-            try:
-                kids = {int(x) for x in (task / "children").read_text().split()}
-            except OSError:
-                continue
-            todo += list(kids - out)
-            out |= kids
-    return out
-
-
 def _spark_jvm() -> int | None:
     from pyspark import SparkContext
 
@@ -52,21 +37,21 @@ def _spark_jvm() -> int | None:
 
 
 @pytest.fixture(autouse=True)
-def no_leftovers():
+def no_leftovers(process_tree):
     """This module's version of the conftest's check: the Spark gateway JVM (and py4j's threads that
     serve it) stay for the life of this process by design -- ``spark_session`` reuses them
     (conformance/spark_replay.py) -- so they are allowed; any other process under this one (a
     Python worker, a client worker of a run) or thread left after the Spark job fails the test.
     The time bound is a safety cap for processes that are finishing; it fails loudly."""
     threads = set(threading.enumerate())
-    before = _descendants(os.getpid())
+    before = process_tree(os.getpid())
     yield
     deadline = time.monotonic() + 30.0
     while True:
         jvm = _spark_jvm()
         # a zombie whose parent is the JVM is the JVM's own (spark-class's launcher, never reaped by
         # java after the exec): not a process of the campaign
-        left = {p for p in _descendants(os.getpid()) - before - {jvm} if _stat(p) != ("Z", jvm)}
+        left = {p for p in process_tree(os.getpid()) - before - {jvm} if _stat(p) != ("Z", jvm)}
         stray = [t for t in threading.enumerate() if t not in threads and t.is_alive()
                  and not type(t).__module__.startswith("py4j")]
         if not (left or stray) or time.monotonic() > deadline:
