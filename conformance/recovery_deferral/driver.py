@@ -60,10 +60,10 @@ import time
 from typing import Any, Callable
 
 from conq.impl.recovery_deferral import ConcurrentListener, ConcurrentListenerConfig, ErrorEvent, FeedEvent
-from conq.impl.recovery_deferral.events import queue_index, stable_hash
+from conq.impl.recovery_deferral.events import RecoveryContext, queue_index, stable_hash
 from conq.impl.scheduling import REAL
 from conq.impl.recovery_deferral.demux import NotRunnable
-from conq.impl.recovery_deferral.global_listener import DEFERRED
+from conq.impl.recovery_deferral.global_listener import DEFERRED, SUPERSEDED
 
 from conq.conformance.adapters import ActionRejected
 
@@ -205,6 +205,8 @@ class RecoveryDeferralDriver:
         self.enabled = bool(config["enabled"])
         self.up_after_events = bool(config.get("up_after_events", True))
         self.without_recovery = bool(config.get("callbacks_without_recovery", False))
+        #: the SDK calls onRecoveryInitiated late: a recovery's events and up may come first (DEV-032)
+        self.late = bool(config.get("late_initiation", False))
         self.events = [tuple(int(x) for x in e) for e in config["events"]]
         self.script = [[i for i, e in enumerate(self.events) if e[0] == p] for p in range(self.producers)]
         self.id_space = ID_SPACES[seed % len(ID_SPACES)]
@@ -324,6 +326,22 @@ class RecoveryDeferralDriver:
             raise KeyError(f"unknown action {name!r}")
         return handler(*args)
 
+    @staticmethod
+    def _recovery_of(k: int) -> int:
+        """The recovery an event of kind ``k`` was resent by (0: live)."""
+        return k if k >= 0 else (0 if k == -1 else -k - 1)
+
+    def _sdk(self, p: int) -> int:
+        """The recovery the SDK is in for producer p: the last one initiated, or (late initiation) the
+        next one, once its resent events began to arrive (the model's ``newest``)."""
+        seen = max((self._recovery_of(self.events[e][2]) for e in self.script[p][:self.fed[p]]), default=0)
+        return max(self.rec[p], seen) if self.late else self.rec[p]
+
+    def _deferred_kinds(self, p: int, context: Any = None) -> set[int]:
+        """The callbacks of producer p with a deferred up (of ``context``, if given)."""
+        ds = [d for d in self.glob.deferrals(p + 1) if d.state == DEFERRED and (context is None or d.context == context)]
+        return {k for k, kind in enumerate(self.callbacks) if any(_kind_of(d) == kind for d in ds)}
+
     def _do_feed(self, p: int) -> Any:
         if not 0 <= p < self.producers:
             raise KeyError(f"no producer {p}")
@@ -332,9 +350,13 @@ class RecoveryDeferralDriver:
         if self.fed[p] >= len(self.script[p]):
             raise ActionRejected(f"producer {p} has no more events")
         e = self.script[p][self.fed[p]]
-        k = self.events[e][2]
-        if (k if k >= 0 else (0 if k == -1 else -k - 1)) > self.rec[p]:
+        er = self._recovery_of(self.events[e][2])
+        if er > self.rec[p] + (1 if self.late else 0):
             raise ActionRejected(f"event {e} is resent by a recovery of producer {p} that was not initiated yet")
+        if self.late and er > self._sdk(p):
+            # the first resent event of the next recovery: the SDK is in its epoch now, its status callbacks
+            # may come again (those still deferred from the epoch before keep their place)
+            self.sent[p] &= self._deferred_kinds(p)
         item = self.items[e]
         method = self.feed.on_error if isinstance(item, ErrorEvent) else self.feed.on_event
         before = self.cl.tracker.pending(item.context)
@@ -405,6 +427,9 @@ class RecoveryDeferralDriver:
         if self.rec[p] >= self.recoveries:
             raise ActionRejected(f"producer {p} has no more recoveries")
         r = self.rec[p] + 1
+        late = self.late and self._sdk(p) >= r  # its events came first: the SDK's call is a late one
+        # a new epoch of status callbacks -- but an up of this recovery that came first stays (DEV-032)
+        keep = self._deferred_kinds(p, RecoveryContext(p + 1, r)) if late else set()
         mark = len(self.calls)
         try:
             self.glob.on_recovery_initiated(p + 1, r)
@@ -412,9 +437,9 @@ class RecoveryDeferralDriver:
             return ("raised", f"{type(e).__name__}: {e}")
         finally:
             self.rec[p] = r
-            self.sent[p] = set()
+            self.sent[p] &= keep
         calls = self.calls[mark:]
-        return "forwarded" if calls == [("recovery", p, r)] else ("customer", *calls)
+        return ("forwarded-late" if late else "forwarded") if calls == [("recovery", p, r)] else ("customer", *calls)
 
     def _do_status(self, p: int, k: int) -> Any:
         if not (0 <= p < self.producers and 0 <= k < len(self.callbacks)):
@@ -422,7 +447,7 @@ class RecoveryDeferralDriver:
         kind = self.callbacks[k]
         if k in self.sent[p]:
             raise ActionRejected(f"{kind} of producer {p} was already called in this recovery epoch")
-        r = self.rec[p]
+        r = self._sdk(p)  # the SDK's recovery: with late initiation, possibly one not initiated yet
         if r == 0 and not self.without_recovery:
             raise ActionRejected(f"no recovery of producer {p} was initiated yet")
         if kind in UP_KINDS and self.up_after_events and r > 0:
@@ -474,7 +499,14 @@ class RecoveryDeferralDriver:
         if calls:
             return ("customer", *calls)
         d = next(d for d in self.glob.deferrals(p + 1) if d.seq == seq)
-        return d.last_pending if d.state == DEFERRED else ("not-delivered", d.state)
+        if d.state == SUPERSEDED:
+            self.sent[p].discard(k)  # in the newer recovery's epoch: the SDK may call it again
+            return "superseded"  # a newer recovery's events came before its initiation (DEV-032)
+        if d.state != DEFERRED:
+            return ("not-delivered", d.state)
+        if d.last_pending == 0:
+            return "waits-initiation"  # its tasks are done; its recovery's onRecoveryInitiated has not come
+        return d.last_pending
 
     # -- the observed state -------------------------------------------------------------------------------
     def snapshot(self) -> dict[str, Any]:

@@ -13,7 +13,7 @@ def _call_level() -> None:
     configuration, seeds 0-7 (every event-id space of the driver, twice)."""
     from . import mutants
 
-    for cfg in mutants.TRACE_CONFIGS:
+    for cfg in mutants.ENGINE_CONFIGS:
         checker, _ = mutants._checker(cfg)
         try:
             for seed in range(8):

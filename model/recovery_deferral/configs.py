@@ -31,6 +31,7 @@ def named_configs():
         "reference-up-any-time": C(up_after_events=False),
         "reference-one-queue": C(queues=1, workers=1, queue_size=2, callbacks=("FirstRecoveryCompleted",)),
         "reference-error-without-event": C(**noevent),
+        "reference-late-initiation": C(late_initiation=True, **rerec),
         "legacy": C(enabled=False),
         "upstream-drop-when-full": C(on_queue_full=OnQueueFull.DROP),
         "caller-runs-when-full": C(on_queue_full=OnQueueFull.CALLER_RUNS),
@@ -43,6 +44,7 @@ def named_configs():
         "upstream-up-after-down": C(down_cancels_deferred_up=False),
         "upstream-replace-deferred": C(replace_deferred=True, **two),
         "upstream-poll-then-deliver": C(poll_then_deliver=True, **rerec),
+        "upstream-late-initiation": C(late_initiation=True, correlate_with_events=False, **rerec),
         "seed-initiated-off-feed-thread": C(forward_initiated_at_once=False, callbacks=("FirstRecoveryCompleted",)),
         "seed-new-recovery-keeps-deferred-up": C(new_recovery_supersedes=False, **rerec),
         "upstream": C(
@@ -54,6 +56,7 @@ def named_configs():
             down_cancels_deferred_up=False,
             replace_deferred=True,
             poll_then_deliver=True,
+            correlate_with_events=False,
             recoveries=2,
             events=((0, 0, 1), (0, 1, 2), (1, 0, 1), (1, -1, -1)),
         ),
@@ -71,6 +74,9 @@ def descriptions():
         "reference-one-queue": "threads=1: every match on one queue of 2 (head-of-line blocking between producers)",
         "reference-error-without-event": "an error about no event (random task id) goes to any queue",
         "legacy": "enabled=false: every event handled on the feed thread, callbacks forwarded at once",
+        "reference-late-initiation": "the SDK calls onRecoveryInitiated late (after the HTTP answer, DEV-032): a recovery's resent "
+                                     "events and its up may come first; two recoveries per producer (the customer sees those events "
+                                     "before the initiation: recovery-initiated-first fails by the SDK's order, no listener can change it)",
         "upstream-drop-when-full": "DEV-001 upstream: a task rejected by a full queue is logged and dropped",
         "caller-runs-when-full": "DEV-001 alternative: the feed thread runs a task its queue cannot take",
         "upstream-drop-without-context": "DEV-002 upstream: a ProducerUp with no recovery context is dropped",
@@ -82,6 +88,8 @@ def descriptions():
         "upstream-up-after-down": "DEV-011 upstream: a Down does not cancel the deferred ProducerUp, which fires after it",
         "upstream-replace-deferred": "DEV-014 upstream: deferring a callback cancels the producer's other deferred callback",
         "upstream-poll-then-deliver": "DEV-015 upstream: a new recovery's cancel does not stop a deferred task that already read 0",
+        "upstream-late-initiation": "DEV-032 upstream, with the SDK's late onRecoveryInitiated: the up tied to the stored context is "
+                                    "delivered against the previous recovery before the new one's events (or lost to the late initiation)",
         "seed-initiated-off-feed-thread": "seed reading: the customer's onRecoveryInitiated is handed to the scheduler thread, so a resent event or the ProducerUp may reach the customer first (one up callback)",
         "seed-new-recovery-keeps-deferred-up": "seed reading: nothing cancels a deferred ProducerUp when its producer starts a new recovery; it fires when its own context drains",
         "upstream": "every upstream choice at once, with two recoveries per producer and an error about no event",

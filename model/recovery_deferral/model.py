@@ -208,9 +208,28 @@ class RecoveryDeferralModel(Model):
         )
         self.is_up = tuple(k in UP_KINDS for k in c.callbacks)
         self.n_events = n
+        #: per producer, after its first i events arrived: the newest recovery they were resent by
+        #: (the listener learns a recovery from its events: late_initiation)
+        self.seen_rec = tuple(
+            tuple(max((self.ev_rec[e] for e in self.script[p][:i]), default=0) for i in range(len(self.script[p]) + 1))
+            for p in range(c.producers)
+        )
 
     def ctx(self, p: int, r: int) -> int:
         return 0 if r == 0 else 1 + p * self.config.recoveries + r - 1
+
+    def newest(self, s, p: int) -> int:
+        """Producer p's newest recovery: the one its last onRecoveryInitiated stored, or
+        (``late_initiation``) a newer one whose resent events already arrived.  Without late
+        initiation, the stored one."""
+        r = s[REC][p]
+        return max(r, self.seen_rec[p][s[0][p]]) if self.config.late_initiation else r
+
+    def known(self, s, p: int) -> int:
+        """The recovery the listener ties producer p's up to: the newest one
+        (``correlate_with_events``: the stored one, or a newer one seen on its events:
+        ``TaskLifecycleTracker.newest_request``), or the stored one only (upstream, DEV-032)."""
+        return self.newest(s, p) if self.config.correlate_with_events else s[REC][p]
 
     # -- the state machine -------------------------------------------------------
     def init_states(self):
@@ -284,17 +303,30 @@ class RecoveryDeferralModel(Model):
                 return []
             e = self.script[p][fed[p]]
             r = self.ev_rec[e]
-            if r > rec[p]:
-                return []  # resent events of a recovery come after it was initiated
+            if r > rec[p] + (1 if c.late_initiation else 0):
+                # resent events of a recovery come after it was initiated -- or, with late initiation, while
+                # its onRecoveryInitiated is on its way (the SDK starts a recovery only after the previous
+                # one's initiation was called)
+                return []
             fed2 = _set(fed, p, fed[p] + 1)
             m = self.ev_match[e]
             ordered = self.ev_ordered[e]
             st = status
+            notes_f, tail_f = notes, tail
+            if c.late_initiation and r > self.seen_rec[p][fed[p]] and r > rec[p]:  # (the environment: the SDK's epoch)
+                # the first resent event of the producer's next recovery, before its onRecoveryInitiated:
+                # the SDK is in that recovery's epoch now (its status callbacks may come again); the
+                # deferred ups of the epoch before stay until a check or the initiation supersedes them
+                K = len(c.callbacks)
+                keep = tuple(v in (PENDING, STALE, DUE) for v in notes[p])
+                notes_f = _set(notes, p, tuple(v if kp else NOT_SENT for v, kp in zip(notes[p], keep)))
+                upctx = tail[1]
+                tail_f = (tail[0], _set(upctx, p, tuple(x if kp else 0 for x, kp in zip(upctx[p], keep))))
 
             def out(obs, queues2, st_e, pending2=pending, entries2=entries, slot2=slot, keep=False):
                 # keep: the event waits in its queue, so it joins its match's backlog
                 bl = _set(backlog, m, backlog[m] + (e,)) if ordered and keep else backlog
-                return (obs, (fed2, queues2, running, _set(st, e, st_e), pending2, entries2, slot2, rec, notes, sched, bl) + tail)
+                return (obs, (fed2, queues2, running, _set(st, e, st_e), pending2, entries2, slot2, rec, notes_f, sched, bl) + tail_f)
 
             if not c.enabled or (self.ev_error[e] and not c.handle_errors_async):
                 # legacy / synchronous error handling: the feed thread calls the listener
@@ -399,7 +431,14 @@ class RecoveryDeferralModel(Model):
         rec, notes, told, upctx = s[REC], s[NOTES], s[TOLD], s[UPCTX]
         r = rec[p] + 1
         K = len(c.callbacks)
-        if c.new_recovery_supersedes:
+        late = c.late_initiation and self.newest(s, p) >= r  # the recovery's events came first (DEV-032)
+        if c.new_recovery_supersedes and c.late_initiation and c.correlate_with_events:
+            # a new recovery supersedes the deferred ups of older ones; an up that came first and is
+            # already tied to this recovery stays (its callback was sent in this recovery's epoch)
+            keep = tuple(upctx[p][k] == r and notes[p][k] != NOT_SENT for k in range(K))
+            row = tuple(v if kp else NOT_SENT for v, kp in zip(notes[p], keep))
+            ctxs = tuple(x if kp else 0 for x, kp in zip(upctx[p], keep))
+        elif c.new_recovery_supersedes:
             row, ctxs = (NOT_SENT,) * K, (0,) * K
         else:  # nothing cancels the old recovery's deferred ProducerUps: they keep their context
             keep = tuple(v in (PENDING, STALE) for v in notes[p])
@@ -407,7 +446,7 @@ class RecoveryDeferralModel(Model):
             ctxs = tuple(x if kp else 0 for x, kp in zip(upctx[p], keep))
         t = _put(s, rec=_set(rec, p, r), notes=_set(notes, p, row), upctx=_set(upctx, p, ctxs))
         if c.forward_initiated_at_once:
-            return [("forwarded", _put(t, told=_set(told, p, r)))]
+            return [("forwarded-late" if late else "forwarded", _put(t, told=_set(told, p, r)))]
         return [("stored", t)]
 
     def forward_recovery_initiated(self, s, p):
@@ -431,18 +470,21 @@ class RecoveryDeferralModel(Model):
         """
         fed, queues, running, status, pending, entries, slot, rec, notes, sched, backlog, told, upctx = s
         c = self.config
-        r = rec[p]
-        if r == 0 and not c.callbacks_without_recovery:
+        sdk = self.newest(s, p)  # the SDK's recovery (with late_initiation: possibly one not initiated yet)
+        if sdk == 0 and not c.callbacks_without_recovery:
             return []
         up = self.is_up[k]
-        if up and c.up_after_events and r > 0:
+        if up and c.up_after_events and sdk > 0:
             # the SDK raises it on the feed thread after snapshot_complete,
             # so the feed thread has finished submitting the resent events
             if slot != -1:
                 return []
-            x = self.ctx(p, r)
+            x = self.ctx(p, sdk)
             if any(self.ev_ctx_full[e] == x and status[e] == UNFED for e in self.script[p]):
                 return []
+        # the listener ties it to the stored context, or (late_initiation, the reference) to a newer one
+        # seen on the producer's events
+        r = self.known(s, p)
         np = notes[p]
         u2 = _set(upctx, p, _set(upctx[p], k, r))  # the context stored when it arrived
         if not up and c.enabled:
@@ -472,9 +514,17 @@ class RecoveryDeferralModel(Model):
         """
         notes, upctx = s[NOTES], s[UPCTX]
         r = upctx[p][k]
+        if self.config.late_initiation and self.config.correlate_with_events and self.known(s, p) > r:
+            # a newer recovery's events arrived before its onRecoveryInitiated: superseded as by a new
+            # recovery (ConcurrentGlobalEventsListener._check, DEV-032)
+            return [("superseded", _put(s, notes=_set(notes, p, _set(notes[p], k, NOT_SENT)),
+                                        upctx=_set(upctx, p, _set(upctx[p], k, 0))))]
         n = s[4][self.ctx(p, r)]
         if n != 0:
             return [(n, s)]
+        if self.config.late_initiation and self.config.correlate_with_events and s[REC][p] != r:
+            # its tasks are done, its onRecoveryInitiated has not come yet (late_initiation): it waits for it
+            return [("waits-initiation", s)]
         if self.config.poll_then_deliver:
             return [("due", _put(s, notes=_set(notes, p, _set(notes[p], k, DUE)), sched=(p, r, k)))]
         return [("delivered", _put(s, notes=_set(notes, p, _set(notes[p], k, DELIVERED))))]
@@ -594,6 +644,10 @@ class RecoveryDeferralModel(Model):
             return ("scheduler",)
         if name == "announce":
             return ("scheduler", "initiated", action[1])
+        if name == "recover" and observation == "forwarded-late":
+            # the SDK started this recovery (its events came): it calls onRecoveryInitiated once the
+            # HTTP request is answered (late_initiation)
+            return ("sdk", "initiated", action[1])
         return None  # arrivals, recoveries and status callbacks are the environment's choice
 
     # -- helpers for properties ------------------------------------------------------
@@ -619,7 +673,7 @@ class RecoveryDeferralModel(Model):
         if a[0] == "deliver":
             return s[SCHED]
         if a[0] == "status" and o == "forwarded" and self.is_up[a[2]]:
-            return (a[1], s[REC][a[1]], a[2])  # forwarded at once: correlated with the stored context
+            return (a[1], self.known(s, a[1]), a[2])  # forwarded at once: correlated with the known context
         return None
 
     def _invoked(self, a, o):

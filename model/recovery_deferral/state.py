@@ -88,6 +88,21 @@ class RecoveryDeferralConfig:
     #: the SDK may make status callbacks before any recovery was initiated
     #: (a ProducerUp with no recovery context)
     callbacks_without_recovery: bool = False
+    #: the SDK calls onRecoveryInitiated only once /recovery/initiate_request was answered, while the
+    #: feed resends the recovery's messages (and its snapshot_complete: the up) at once
+    #: (RecoveryManagerImpl.ProducerRecoveryRequester.run; spec/deviations.md DEV-032): the resent
+    #: events of the producer's next recovery, and its up, may come before its onRecoveryInitiated.
+    #: The listener then ties an up to the newest recovery it knows (stored, or seen on an event),
+    #: delivers it once that recovery's tasks completed and its initiation came, and a late initiation
+    #: supersedes only the ups of older recoveries (the reference's rules; without this switch they are
+    #: the earlier ones: every recovery's initiation comes first)
+    late_initiation: bool = False
+    #: DEV-032.  True = reference: an up is tied to the producer's newest recovery (stored, or seen on
+    #: its resent events), waits for that recovery's initiation too, and a late initiation supersedes
+    #: only the ups of older recoveries.  False = upstream (DeferredProducerUpOrchestrator,
+    #: PendingRecoveries): tied to the stored context only, delivered when it reads 0, superseded by
+    #: every new initiation.  The two agree unless ``late_initiation``
+    correlate_with_events: bool = True
     # -- the concurrent listener's settings (ConcurrentListenerConfig) --------
     enabled: bool = True
     queues: int = 2

@@ -315,3 +315,13 @@ def test_the_allocation_is_checked_on_real_ids_a_bug_small_ids_cannot_show(name,
             checker.impl.close()
     assert all(r.ok for r in small), [r.divergence.describe() for r in small if not r.ok]
     assert any(not r.ok for r in real)
+
+
+@pytest.mark.parametrize("mode", ["random", "coverage"])
+def test_reference_conforms_when_the_sdk_calls_on_recovery_initiated_late(mode):
+    """Issue 32, DEV-032: the model's ``reference-late-initiation`` (the SDK's onRecoveryInitiated after
+    the recovery's resent events and its up) against the reference, driven as the engines drive it."""
+    res, model = run_suite(MODEL, config_name="reference-late-initiation", traces=20, seed=7, length=40, mode=mode)
+    assert res.ok, "\n".join(f.describe(model) for f in res.failures)
+    assert res.steps > 100
+    assert "reference-late-initiation" in mutants.ENGINE_CONFIGS
