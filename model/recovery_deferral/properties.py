@@ -171,6 +171,28 @@ def build_properties(self):
         )
     )
 
+    # issue 32, DEV-032: the up is tied to the recovery it completes even when onRecoveryInitiated comes
+    # late -- the producer's newest recovery the listener knows (stored, or seen on its resent events)
+    def up_after_latest(s, a, o, t):
+        d = self._delivered_up(s, a, o, t)
+        if d is None:
+            return True
+        p = d[0]
+        x = self.ctx(p, self.newest(s, p))
+        return x == 0 or all(s[3][e] in (DONE, FEEDRUN) for e in range(n)
+                             if self.ev_ctx_full[e] == x and s[3][e] != UNFED)
+
+    props.append(
+        always_step(
+            "up-after-latest-recovery-events",
+            "the customer gets a ProducerUp of a producer only when every resent event received so far of the producer's newest "
+            "recovery -- the one its last onRecoveryInitiated stored, or a newer one whose events came first -- has been processed "
+            "(an up is never delivered against an older recovery while the newer one's events are outstanding)",
+            up_after_latest,
+            witness=lambda s, a, o, t: (d := self._delivered_up(s, a, o, t)) is not None and self.newest(s, d[0]) > 0,
+        )
+    )
+
     def at_most_once(s, a, o, t):
         key = self._up_key(s, a, o)
         if key is None:
@@ -209,7 +231,10 @@ def build_properties(self):
 
     def initiated_first(s):
         told, status, notes, upctx = s[TOLD], s[3], s[NOTES], s[UPCTX]
-        if any(status[e] in (RUNNING, DONE, FEEDRUN) and told[self.ev[e][0]] < self.ev_rec[e] for e in resent):
+        # with late_initiation the SDK itself calls onRecoveryInitiated after the recovery's events were
+        # resent (DEV-032): no listener can put it first; the up still comes after it
+        if not c.late_initiation and any(status[e] in (RUNNING, DONE, FEEDRUN) and told[self.ev[e][0]] < self.ev_rec[e]
+                                         for e in resent):
             return False
         return all(notes[p][k] != DELIVERED or upctx[p][k] <= told[p] for p in range(P) for k in up_kinds)
 
@@ -222,7 +247,8 @@ def build_properties(self):
         always(
             "recovery-initiated-first",
             "the customer's onRecoveryInitiated for a recovery context (producer, request id) comes before any resent event "
-            "of that recovery reaches its OddsFeedListener and before any ProducerUp of that recovery context",
+            "of that recovery reaches its OddsFeedListener (unless the SDK calls it late: late_initiation) and before any "
+            "ProducerUp of that recovery context",
             initiated_first,
             witness=initiated_first_w,
         )
@@ -234,16 +260,19 @@ def build_properties(self):
         # recovery supersedes the deferred ups of the one before
         def of_latest(s):
             # a task past its read (upstream's sched, DEV-015) is no longer deferred: no-stale-up speaks of it
+            # (with late_initiation an up may be tied to the next recovery, seen on its events before its
+            # onRecoveryInitiated: never to an older one; without it, >= is ==: an up is tied to the stored one)
             rec, notes, upctx = s[REC], s[NOTES], s[UPCTX]
-            return all(upctx[p][k] == rec[p] for p in range(P) for k in up_kinds if notes[p][k] in (PENDING, STALE, DUE))
+            return all(upctx[p][k] >= rec[p] for p in range(P) for k in up_kinds if notes[p][k] in (PENDING, STALE, DUE))
 
         second = 2 if c.recoveries >= 2 else 1  # with re-recoveries: a deferred up of a later recovery
 
         props.append(
             always(
                 "deferred-up-of-latest-recovery",
-                "every deferred ProducerUp is correlated with the recovery context its producer's latest onRecoveryInitiated stored: "
-                "a new recovery supersedes the deferred ProducerUps of the one before",
+                "every deferred ProducerUp is correlated with the recovery context its producer's latest onRecoveryInitiated stored "
+                "(or, when that call comes late, the next one, seen on its resent events): a new recovery supersedes the deferred "
+                "ProducerUps of the one before",
                 of_latest,
                 witness=lambda s: any(
                     s[NOTES][p][k] == PENDING and s[UPCTX][p][k] == s[REC][p] >= second for p in range(P) for k in up_kinds

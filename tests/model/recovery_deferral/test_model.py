@@ -310,8 +310,12 @@ def test_a_deferred_up_polls_its_own_context_and_a_new_recovery_supersedes_it():
     assert len(info.value.path) == len(stale)
     # every other claim about that up holds: it speaks of its own recovery (1), whose tasks are
     # done; read against the producer's current recovery (2, its event still queued) the same
-    # delivery would have been blamed on up-after-recovery-tasks, and no-stale-up would have held
-    rest = [p.name for p in keep.property_list() if p.name not in ("no-stale-up", "deferred-up-of-latest-recovery")]
+    # delivery would have been blamed on up-after-recovery-tasks, and no-stale-up would have held --
+    # which is what up-after-latest-recovery-events does (issue 32: the producer's newest recovery)
+    with pytest.raises(PropertyViolation, match="up-after-latest-recovery-events"):
+        only(model("seed-new-recovery-keeps-deferred-up"), "up-after-latest-recovery-events").check_path(keep.replay(stale))
+    rest = [p.name for p in keep.property_list()
+            if p.name not in ("no-stale-up", "deferred-up-of-latest-recovery", "up-after-latest-recovery-events")]
     only(model("seed-new-recovery-keeps-deferred-up"), *rest).check_path(keep.replay(stale))
     last = keep.replay(stale).states()[-2]
     assert last[STATUS][1] == rd.QUEUED and last[REC][0] == 2 and last[UPCTX][0] == (1,)
