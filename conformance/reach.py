@@ -88,6 +88,19 @@ def reached(package: str, engines: Mapping[str, Callable[[], Any]]) -> dict[str,
     return out
 
 
+def walk_configs(checker_for: Callable[[Any], Any], configs: Any, seeds: range, length: int = 30) -> None:
+    """Seeded random walks of ``length`` calls on each configuration (``checker_for(cfg)``: a
+    :class:`~conq.conformance.checker.Checker` of the system's driver): an ``ENGINES`` run of a call-level
+    engine's driver."""
+    for cfg in configs:
+        checker = checker_for(cfg)
+        try:
+            for seed in seeds:
+                checker.walk(seed, length)
+        finally:
+            checker.impl.close()
+
+
 def outside_reason(method: str, outside: Mapping[str, str]) -> str | None:
     for pattern, reason in outside.items():
         if fnmatch.fnmatchcase(method, pattern):

@@ -11,15 +11,11 @@ IMPLEMENTATION = "conq.impl.consumer_lists"
 def _call_level() -> None:
     """The explorer's, the random and the hypothesis engine's driver: walks on every engine
     configuration, the other actors' included, seeds 0-3 (every way the driver performs a delete)."""
+    from conq.conformance.reach import walk_configs
+
     from . import mutants
 
-    for cfg in mutants.TRACE_CONFIGS + tuple(mutants.ACTOR_CONFIGS):
-        checker, _ = mutants._checker(cfg)
-        try:
-            for seed in range(4):
-                checker.walk(seed, 30)
-        finally:
-            checker.impl.close()
+    walk_configs(lambda cfg: mutants._checker(cfg)[0], mutants.TRACE_CONFIGS + tuple(mutants.ACTOR_CONFIGS), range(4))
 
 
 def _thread_level() -> None:

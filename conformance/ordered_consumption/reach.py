@@ -11,18 +11,13 @@ IMPLEMENTATION = "conq.impl.ordered_consumption"
 def _call_level() -> None:
     """The explorer's and the random engine's driver: walks on every engine configuration, and the
     golden corpus (the shortest sequence ending with each call of every configuration)."""
+    from conq.conformance.reach import walk_configs
     from conq.conformance.suite import run_suite
 
     from . import mutants
     from .build_corpus import CORPUS
 
-    for k in range(len(mutants.TRACE_CONFIGS)):
-        checker, _ = mutants._checker(k)
-        try:
-            for seed in range(6):
-                checker.walk(seed, 30)
-        finally:
-            checker.impl.close()
+    walk_configs(lambda k: mutants._checker(k)[0], range(len(mutants.TRACE_CONFIGS)), range(6))
     run_suite("ordered-consumption", traces=0, corpus=CORPUS)
 
 

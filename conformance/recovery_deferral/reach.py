@@ -11,15 +11,11 @@ IMPLEMENTATION = "conq.impl.recovery_deferral"
 def _call_level() -> None:
     """The explorer's, the random engine's and the hypothesis engine's driver: walks on every engine
     configuration, seeds 0-7 (every event-id space of the driver, twice)."""
+    from conq.conformance.reach import walk_configs
+
     from . import mutants
 
-    for cfg in mutants.ENGINE_CONFIGS:
-        checker, _ = mutants._checker(cfg)
-        try:
-            for seed in range(8):
-                checker.walk(seed, 30)
-        finally:
-            checker.impl.close()
+    walk_configs(lambda cfg: mutants._checker(cfg)[0], mutants.ENGINE_CONFIGS, range(8))
 
 
 def _thread_level() -> None:
