@@ -16,6 +16,9 @@ from conq.model.kernel import Model, config_dict
 
 from .trace import Event, Trace
 
+#: the observation of a call the implementation refused as not enabled (error 13)
+REFUSED = ("error", 13)
+
 
 def derive_seed(root: int, index: int) -> int:
     """The seed of trace ``index`` under ``root``: independent of partitioning,
@@ -69,13 +72,18 @@ class CoverageMemory(dict):
 
 
 def coverage_guided(
-    model: Model, seed: int, length: int, seen: CoverageMemory, *, with_state: bool = False
+    model: Model, seed: int, length: int, seen: CoverageMemory, *, with_state: bool = False, probe: float = 0.0
 ) -> Trace:
     """A walk aimed at the unexplored: it first replays the path to a
     *frontier* state (one with a successor never visited; the least visited
     such state, ties broken by the seed), then goes on choosing the least
     visited successor.  ``seen`` is updated, so successive traces spread over
-    the state space instead of retracing the likely paths."""
+    the state space instead of retracing the likely paths.
+
+    ``probe`` > 0: after each step, with that probability, the trace also sends a
+    call that the state reached has disabled (one this trace saw enabled before),
+    observed as the refusal ``("error", 13)``; the state does not change (issue 35:
+    generated traces probe preconditions).  0 keeps every seed's trace as it was."""
     rng = random.Random(seed)
     inits = model.init_states()
     state = inits[rng.randrange(len(inits))]
@@ -89,6 +97,9 @@ def coverage_guided(
         target = sorted((s for s in frontier if seen[s] == least), key=repr)[rng.randrange(sum(1 for s in frontier if seen[s] == least))]
         prefix = seen.paths[target][:length]
     path: list = []
+    offered: dict[tuple, None] = {}  # every call this trace saw enabled (probe)
+    if probe:
+        offered.update(dict.fromkeys(x[0] for x in seen.successors(model, state)))
     for n in range(1, length + 1):
         if n <= len(prefix):
             a, o, t = prefix[n - 1]
@@ -102,8 +113,16 @@ def coverage_guided(
         path.append((a, o, t))
         seen[t] = seen.get(t, 0) + 1
         seen.paths.setdefault(t, tuple(path))
-        tr.events.append(Event(n, a, o, model.observe(t) if with_state else None))
+        tr.events.append(Event(len(tr.events) + 1, a, o, model.observe(t) if with_state else None))
         state = t
+        if probe:
+            offered.update(dict.fromkeys(x[0] for x in seen.successors(model, state)))
+            if rng.random() < probe:
+                now = {x[0] for x in seen.successors(model, state)}
+                disabled = [x for x in offered if x not in now]
+                if disabled:
+                    tr.events.append(Event(len(tr.events) + 1, disabled[rng.randrange(len(disabled))], REFUSED,
+                                           model.observe(state) if with_state else None))
     return tr
 
 

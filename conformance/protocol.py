@@ -183,7 +183,13 @@ def render_markdown() -> str:
         "",
         "## Transport",
         "",
-        "- The checker starts the port as a child process and talks to it over the port's stdin and stdout.",
+        "- The checker starts the port as a child process and talks to it over the port's stdin and stdout "
+        "(`--impl stdio:COMMAND`, run by `/bin/sh`; a COMMAND whose first word is `python` or `python3` runs with the "
+        "interpreter that runs conq, so `stdio:python -m conq.conformance.port` needs no activated virtual environment).",
+        "- `conq certify MODEL --impl stdio:COMMAND` first sends `init` for every configuration (and level) it will "
+        "use: a port that does not start, exits, hangs or answers anything but `init_ok` or error 14 stops the run at "
+        "once (exit 2, with the port's stderr); error 14 marks that configuration (or the thread level) unsupported, "
+        "and its checks are skipped. `conq conformance` does the same for its one configuration.",
         "- Each message is one JSON object on one line (newline-delimited JSON, UTF-8). Nothing else may be written "
         "to stdout: logs go to stderr (the checker shows its tail when a port fails).",
         "- The checker sends one request and waits for its response before the next one. Every request carries an "
@@ -355,7 +361,7 @@ def conformance_json_section() -> list[str]:
     for name, title in (("run_body", "`run`: call level, one configuration (closed: no other field)"),
                         ("failure", "`failure`: one entry of `failures` (closed)"),
                         ("all_configs", "`all_configs`: call level, `--all-configs` (closed)"),
-                        ("thread", "`thread`: `--level thread` (open: the thread level may add fields)")):
+                        ("thread", "`thread`: `--level thread` (each entry of `configs` closed)")):
         node = defs[name]
         out += [f"### {title}", ""]
         if name == "run_body":

@@ -92,7 +92,9 @@ class Trace:
     config_name: str | None = None
     expect: str | None = None  # golden corpus: "pass" or "diverge"
     kind: str = "recorded"  # or "observed": a black-box log (conq validate)
-    level: str | None = None  # observed logs: "thread" or "call"
+    #: observed logs: "thread" or "call"; a recorded trace: "thread" for a golden trace of the thread
+    #: level (its actions and observations are the system's thread-step view's), else absent
+    level: str | None = None
     hidden: tuple[str, ...] | None = None  # observed logs: action names that happen unlogged
     config_given: bool = True  # the header carries "config" (an observed log may leave it out)
 
@@ -375,7 +377,7 @@ def parse_lines(lines: Iterable[str | bytes], source: str = "<trace>", *, requir
         if obj["step"] != len(trace.events) + 1:
             raise TraceError(f"{source}:{lineno}: field 'step': expected {len(trace.events) + 1}, got {obj['step']}")
         action = hashable(obj["action"])
-        if cls is not None:
+        if cls is not None and trace.level != "thread":  # a thread-level trace's actions are its thread view's
             wrong = cls.action_problem(action, config)
             if wrong:
                 raise TraceError(f"{source}:{lineno}: field 'action': {wrong}")
@@ -388,10 +390,9 @@ def parse_lines(lines: Iterable[str | bytes], source: str = "<trace>", *, requir
 def _header(obj: Any, lineno: int, source: str, header_v, require_known_model: bool, kinds: tuple[str, ...]):
     kind = obj.get("kind", "recorded") if isinstance(obj, dict) else "recorded"
     if isinstance(obj, dict) and kind != "observed":
-        for f in ("level", "hidden"):  # clearer than the schema's "False schema does not allow"
-            if f in obj:
-                raise TraceError(f"{source}:{lineno}: bad header: field '{f}': only an observed log "
-                                 "(\"kind\": \"observed\") has it")
+        if "hidden" in obj:  # clearer than the schema's "False schema does not allow"
+            raise TraceError(f"{source}:{lineno}: bad header: field 'hidden': only an observed log "
+                             "(\"kind\": \"observed\") has it")
     problem = _problem(header_v, obj)
     if problem:
         raise TraceError(f"{source}:{lineno}: bad header: {problem}")

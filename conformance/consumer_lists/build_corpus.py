@@ -16,7 +16,10 @@ and then only read: a change in verdict is a regression to investigate, not a
 file to regenerate.  ``build(configs=..., mutant_names=...)`` adds the traces of
 new configurations and mutants without touching the others
 (``python -m conq.conformance.consumer_lists.build_corpus --actors`` added those
-of issue 16).
+of issue 16).  ``build_thread_level`` writes the thread level's golden traces (issue 35:
+``pass-thread-<config>-<k>.ndjson`` on every thread-level configuration, and
+``diverge-thread-unnotify-after-scan.ndjson``, a bug only the thread level shows;
+``--thread-level`` writes them alone).
 """
 
 from __future__ import annotations
@@ -66,8 +69,28 @@ def build(directory: Path = CORPUS, *, per_config: int = 3, configs: tuple[str, 
     matrix = mutants.run_catalog(mutant_names, engines=["explorer", "random"], first_kill=True)
     return written + record_kills(matrix, directory, replay, lambda name: mutants.MUTANTS[name].bug)
 
+def build_thread_level(directory: Path = CORPUS, *, per_config: int = 2, length: int = 30) -> list[Path]:
+    """The thread level's golden traces (module docstring)."""
+    from conq.conformance.corpus import record_thread_kill, record_thread_walks
+    from conq.conformance.generate import derive_seed
+
+    from . import mutants, thread_steps
+
+    directory.mkdir(parents=True, exist_ok=True)
+    seeds = [derive_seed(2035, k) for k in range(per_config)]
+    written = record_thread_walks(thread_steps, directory, thread_steps.THREAD_CONFIGS, seeds, length,
+                                  lambda: InProcess(thread_steps.ThreadStepsDriver))
+    mutant = mutants.MUTANTS["unnotify-after-scan"]
+    with mutant.applied():
+        written.append(record_thread_kill(thread_steps, directory, "one-acquirer", "unnotify-after-scan",
+                                          InProcess(thread_steps.ThreadStepsDriver), mutant.bug))
+    return written
+
+
 if __name__ == "__main__":
-    if "--actors" in sys.argv[1:]:
+    if "--thread-level" in sys.argv[1:]:
+        paths = build_thread_level()
+    elif "--actors" in sys.argv[1:]:
         paths = build(configs=ACTOR_CONFIGS, mutant_names=list(ACTOR_MUTANTS))
     else:
         paths = build()

@@ -13,6 +13,9 @@ must get.
 
 Written once by ``build`` (``python -m conq.conformance.recovery_deferral.build_corpus``) and then
 only read: a change in verdict is a regression to investigate, not a file to regenerate.
+``build_thread_level`` (``--thread-level``) writes the thread level's golden traces (issue 35):
+``pass-thread-<config>-<k>.ndjson``, random walks of the reference at thread level on every
+thread-level configuration.
 """
 
 from __future__ import annotations
@@ -56,7 +59,20 @@ def build(directory: Path = CORPUS, *, per_config: int = 2, length: int = 40) ->
     matrix = mutants.run_catalog(engines=["explorer", "random"], first_kill=True)
     return written + record_kills(matrix, directory, replay, lambda name: mutants.MUTANTS[name].bug)
 
+def build_thread_level(directory: Path = CORPUS, *, per_config: int = 2, length: int = 30) -> list[Path]:
+    """The thread level's golden traces (module docstring)."""
+    from conq.conformance.corpus import record_thread_walks
+    from conq.conformance.generate import derive_seed
+
+    from . import thread_steps
+
+    directory.mkdir(parents=True, exist_ok=True)
+    seeds = [derive_seed(2035, k) for k in range(per_config)]
+    return record_thread_walks(thread_steps, directory, thread_steps.THREAD_CONFIGS, seeds, length,
+                               lambda: InProcess(thread_steps.ThreadStepsDriver))
+
+
 if __name__ == "__main__":
-    for p in build():
+    for p in build_thread_level() if "--thread-level" in sys.argv[1:] else build():
         print(p)
     sys.exit(0)

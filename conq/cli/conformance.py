@@ -37,9 +37,10 @@ def conformance(
                                      help="Every configuration the conformance suite drives (spec/ports/<model>.md, "
                                      "with its overrides, then --set), one verdict each; the corpus once, first. "
                                      "Not with --config."),
-    level: kit.Level = typer.Option(kit.Level.call, "--level", help="call, or thread (consumer-lists: the threads' steps, "
-                                    "the checker choosing the interleaving; --traces walks of --length, --mode exhaustive: "
-                                    "every trace of --length actions)"),
+    level: kit.Level = typer.Option(kit.Level.call, "--level", help="call, or thread (the threads' steps, the checker "
+                                    "choosing the interleaving: consumer-lists, recovery-deferral; --traces walks of "
+                                    "--length, --mode exhaustive: every trace of --length actions, --traces at least "
+                                    "their count)"),
     json_out: bool = kit.JsonOpt,
 ) -> None:
     """Hold an implementation to the model: corpus and generated traces; exit 1 on any divergence.
@@ -175,7 +176,7 @@ def _thread_conformance(model: str, impl: str, config: Optional[str], set_: Opti
         raise kit.UsageProblem("--level thread: --set and --corpus are not supported (named thread-level configurations only)")
     if mode not in ("random", "exhaustive"):
         raise kit.UsageProblem(f"--level thread: --mode must be random or exhaustive, got {mode!r}")
-    from conq.conformance.suite import SuiteError
+    from conq.conformance.suite import PROBE, SuiteError
 
     ts = systems.get(model).load("thread_level")
 
@@ -184,6 +185,17 @@ def _thread_conformance(model: str, impl: str, config: Optional[str], set_: Opti
         if name not in ts.THREAD_CONFIGS and name not in ts.FINDINGS:
             raise kit.UsageProblem(f"--config: no thread-level configuration {name!r} "
                                f"(known: {', '.join([*ts.THREAD_CONFIGS, *ts.FINDINGS])})")
+    if mode == "exhaustive":
+        # every trace, or none: --traces below the count is refused up front, as at call level
+        from conq.conformance.thread_level import count_sequences
+
+        counts = {name: count_sequences(ts.thread_model(name), length) for name in names}
+        most = max(counts, key=counts.get)
+        if counts[most] > traces:
+            raise kit.UsageProblem(
+                f"--mode exhaustive at --length {length} is {counts[most]:,} thread-level traces of {model} ({most}); "
+                f"--traces {traces:,} would run only part of them: pass --traces {counts[most]} (or more), or a "
+                "shorter --length")
     runs = []
     for name in names:
         try:
@@ -192,14 +204,11 @@ def _thread_conformance(model: str, impl: str, config: Optional[str], set_: Opti
             raise kit.UsageProblem(str(e)) from None
         walks, depth = (0, length) if mode == "exhaustive" else (traces, 0)
         runs.append(ts.check_threads(implementation, name, walks=walks, length=length, seed=seed, depth=depth,
-                                     snapshots=snapshots))
+                                     snapshots=snapshots, probe=PROBE, impl_spec=impl, max_traces=traces))
     ok = all(r.ok for r in runs)
     if json_out:
         kit.emit_json({"model": model, "level": "thread", "impl": impl, "ok": ok, "steps": sum(r.steps for r in runs),
-                    "configs": [{"config": r.config, "walks": r.walks, "exhaustive": r.exhaustive, "steps": r.steps,
-                                 "ok": r.ok, "incomplete": r.incomplete,
-                                 "actions": [list(a) for a in r.actions] if not r.ok else [],
-                                 "divergence": None if r.ok else r.divergence.describe()} for r in runs]})
+                       "configs": [r.to_json() for r in runs]})
     else:
         for r in runs:
             kit.out.print(r.describe(), markup=False)

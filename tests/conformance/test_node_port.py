@@ -21,7 +21,11 @@ import sys
 import pytest
 
 from conq.catalog import repo_root
+from conq.conformance.consumer_lists.suite_configs import ACTOR_CONFIGS, PASS_CONFIGS
 from conq.conformance.consumer_lists.thread_steps import THREAD_CONFIGS
+
+#: every configuration the conformance suite drives (spec/ports/consumer-lists.md, "Configurations")
+SUITE_CONFIGS = PASS_CONFIGS + ACTOR_CONFIGS
 
 PORT = repo_root() / "conformance" / "consumer_lists" / "ports" / "node" / "port.js"
 CORPUS = repo_root() / "conformance" / "consumer_lists" / "corpus"
@@ -29,10 +33,6 @@ NODE = shutil.which("node")
 
 pytestmark = pytest.mark.skipif(NODE is None,
                                 reason="node not on PATH (Node.js 18+ is needed, e.g. the Debian package nodejs)")
-
-# every configuration the conformance suite drives (spec/ports/consumer-lists.md, "Configurations")
-CONFIGS = ["small", "reference", "held", "dynamic", "reasons", "same-priority", "expiry", "reject",
-           "groups-shared", "groups-assigned", "all-actors", "all-actors-assigned"]
 
 # the full configurations of the handwritten traces below, as `init` sends them (spec/ports/consumer-lists.md)
 _BASE = {"consumers": [[2, True], [1, True]], "messages": 2, "initial_credit": 1, "max_credit": 1, "reasons": 1,
@@ -78,13 +78,6 @@ def test_clean_port_passes_the_golden_corpus():
     assert doc["ok"], describe(doc)
     assert doc["corpus"] == {"traces": len(files), "as_expected": len(files), "diverge_replayed": len(diverge)}
     assert doc["steps"] > len(files)
-
-
-@pytest.mark.parametrize("config", CONFIGS)
-def test_clean_port_conforms_on_generated_traces(config):
-    doc = conformance("--config", config, "--set", "env_budget=2", "--traces", "20", "--seed", "17")
-    assert doc["ok"], describe(doc)
-    assert doc["traces"] == 20 and doc["steps"] > 20 and doc["failures"] == []
 
 
 def test_clean_port_conforms_exhaustively_on_reject():
@@ -158,7 +151,7 @@ def test_injected_bug_is_caught(bug, tmp_path):
     assert len(corpus) == 1, describe(doc)
     f = corpus[0]
     assert (f["step"], f["kind"]) == (step, kind), f
-    assert f["divergence"].startswith(f"step {step}: action {json.dumps(events[step - 1][0])}: "), f
+    assert f["divergence"].startswith(f"step {step}: action {json.dumps(events[step - 1][0])}"), f
     assert text in f["divergence"], f
     walks = [f for f in doc["failures"] if not f["source"].startswith("corpus:")]
     assert walks, f"no exhaustive trace of {config} caught {bug}"
@@ -180,7 +173,7 @@ def test_clean_port_conforms_at_thread_level():
     doc = conformance("--level", "thread", "--mode", "exhaustive", "--length", "10", "--traces", "1000000")
     assert doc["ok"], json.dumps(doc)[:3000]
     assert {c["config"] for c in doc["configs"]} == set(THREAD_CONFIGS)
-    assert all(c["ok"] and c["exhaustive"] > 20 and not c["incomplete"] for c in doc["configs"]), doc["configs"]
+    assert all(c["ok"] and c["exhaustive"]["complete"] and c["traces"] > 20 and not c["incomplete"] for c in doc["configs"]), doc["configs"]
 
 
 def test_unnotify_after_scan_is_caught_only_at_thread_level():
@@ -201,3 +194,22 @@ def test_unnotify_after_scan_is_caught_only_at_thread_level():
         assert c["divergence"].startswith(f'step {step}: action ["step", "io", {who}] (observed [["deliver_single_message", '
                                           f'{who}], null, []]): the implementation\'s state'), c
         assert '"notified"' in c["divergence"].split("model allows")[0], c  # still Notified after the pull began
+
+
+# -- conq certify (issue 35) ---------------------------------------------------------------------------
+
+def test_certify_passes_the_port_at_both_levels_and_the_default_budget_catches_notify_all(monkeypatch):
+    from conq.conformance.certify import Budget, certify, plan
+
+    impl = f"stdio:{shlex.quote(NODE)} {shlex.quote(str(PORT))}"
+    monkeypatch.delenv("CONQ_NODE_BUG", raising=False)
+    # random walks on every configuration the suite drives (was a test of its own), coverage, exhaustive
+    tiny = Budget(traces=10, coverage=1, length=20, exhaustive_length=2, thread_walks=2, thread_length=15, thread_depth=2)
+    cert = certify("consumer-lists", impl, tiny, timeout=30, corpus=None)  # the corpus: test_clean_port_passes_the_golden_corpus
+    assert cert.ok, [t for r in cert.results for t in r.text][:2]
+    assert not [r for r in cert.results if r.verdict == "skipped"]
+    assert {r.config for r in cert.results if r.level == "call" and r.mode == "random"} == set(SUITE_CONFIGS)
+    assert {r.level for r in cert.results} == {"call", "thread"}
+    monkeypatch.setenv("CONQ_NODE_BUG", "notify-all")
+    checks = {c.name: c for c in plan("consumer-lists", impl, Budget(), timeout=30, corpus=None)}
+    assert checks["call-same-priority-random"].execute().verdict == "DIVERGES"

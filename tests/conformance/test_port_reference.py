@@ -79,11 +79,13 @@ def test_corpus_through_a_stdio_port_inits_per_configuration(tmp_path):
         "sys.exit(port.serve(Tee(sys.stdin), sys.stdout))\n"
     )
     res, model = run_suite("consumer-lists", impl_spec=f"stdio:{sys.executable} {port}", traces=0, corpus=CORPUS)
-    assert res.corpus_ok == res.corpus == 49, [f.describe(model) for f in res.failures]
-    assert res.corpus_replayed_diverge == 13
+    # 49 call-level traces of the 12 configurations, 19 of the thread level's 9 (issue 35)
+    assert res.corpus_ok == res.corpus == 68, [f.describe(model) for f in res.failures]
+    assert res.corpus_replayed_diverge == 14
     inits = log.read_text().splitlines()
-    # a fresh init whenever the configuration changes (files run in name order), and only then
-    assert len(set(inits)) == 12 and all(a != b for a, b in zip(inits, inits[1:]))
+    # a fresh init whenever the configuration changes (files run in name order), and only then (the
+    # thread level's traces go to a port of their own, started with the level)
+    assert len(set(inits)) == 12 + 9 and all(a != b for a, b in zip(inits, inits[1:]))
 
 
 def test_a_diverge_trace_replayed_catches_an_implementation_with_that_bug():
@@ -178,6 +180,10 @@ def test_every_shape_of_the_json_document_validates_against_its_schema():
         "another model": _cli_json("recovery-deferral", "--traces", "3")[1],
         "--all-configs": _cli_json("consumer-lists", "--all-configs", "--traces", "1", "--corpus", str(CORPUS))[1],
         "--level thread": _cli_json("consumer-lists", "--level", "thread", "--traces", "1")[1],
+        "--level thread, failing": _cli_json("consumer-lists", "--level", "thread", "--impl", "mutant:unnotify-after-scan",
+                                             "--config", "one-acquirer", "--traces", "5")[1],
+        "--level thread, exhaustive, another model": _cli_json("recovery-deferral", "--level", "thread", "--config",
+                                                               "one-queue", "--mode", "exhaustive", "--length", "4")[1],
     }
     for name, doc in docs.items():
         errors = [f"{list(e.absolute_path)}: {e.message[:300]}" for e in v.iter_errors(doc)]
@@ -191,6 +197,9 @@ def test_every_shape_of_the_json_document_validates_against_its_schema():
     assert not v.is_valid({**docs["exhaustive"], "failures": [{**failing[0], "undeclared": 1}]})
     c = docs["--all-configs"]["configs"][1]
     assert not v.is_valid({**docs["--all-configs"], "configs": [{**c, "undeclared": 1}]})
+    t = docs["--level thread, failing"]["configs"][0]
+    assert not v.is_valid({**docs["--level thread, failing"], "configs": [{**t, "undeclared": 1}]})
+    assert docs["--level thread, exhaustive, another model"]["configs"][0]["exhaustive"]["complete"] is True
 
 
 def test_the_protocol_document_describes_every_field_of_the_schema():

@@ -130,7 +130,7 @@ def test_a_bad_level_in_init_is_refused_clearly():
     assert (bad["code"], bad["definite"]) == (10, True) and "'level' must be one of call, thread" in bad["text"]
     wrong_type, = _serve(_init(7))
     assert wrong_type["code"] == 10 and "init: field 'level' must be string" in wrong_type["text"]
-    other, = _serve(_init("thread", model="recovery-deferral"))
+    other, = _serve(_init("thread", model="ordered-consumption"))  # a system without a thread level
     assert other["code"] == 14 and "no thread level" in other["text"]
     call_level, = _serve(_init(None))  # the call level is unchanged: no level, no thread driver
     assert call_level["type"] == "init_ok" and "ThreadSteps" not in call_level["implementation"]
@@ -175,15 +175,27 @@ def test_the_cli_runs_the_thread_level_with_its_exit_codes(monkeypatch):
     bad = runner.invoke(app, ["conformance", "consumer-lists", "--level", "thread", "--impl", "mutant:unnotify-after-scan",
                               "--config", "one-acquirer", "--traces", "5", "--json"])
     assert bad.exit_code == 1 and json.loads(bad.stdout)["configs"][0]["actions"][-1] == ["step", "io", 0]
+    # a thread-level failure carries what a call-level one does (issue 35): its seed, the replay command
+    # with --impl, a minimised trace, and the step label the port reported
+    f = json.loads(bad.stdout)["configs"][0]
+    assert f["seed"] is not None and f["replay"].endswith(f"--traces 1 --seed {f['seed']} --length 40")
+    assert "--impl mutant:unnotify-after-scan" in f["replay"] and f["minimised"][-1] == ["step", "io", 0]
+    assert f["kind"] == "snapshot" and '(observed [["deliver_single_message", 0], null, []])' in f["divergence"]
+    again = runner.invoke(app, f["replay"].split()[1:] + ["--json"])
+    assert again.exit_code == 1 and json.loads(again.stdout)["configs"][0]["actions"] == f["actions"]
     quiet = runner.invoke(app, ["conformance", "consumer-lists", "--level", "thread", "--impl", "mutant:unnotify-after-scan",
                                 "--config", "one-acquirer", "--traces", "20", "--no-snapshots"])
     assert quiet.exit_code == 1 and "observations only" in quiet.output and "state after the step" not in quiet.output
     usage = runner.invoke(app, ["conformance", "consumer-lists", "--level", "thread", "--config", "small"])
     assert usage.exit_code == 2 and "no thread-level configuration 'small'" in usage.output
-    monkeypatch.setattr(ts, "EXHAUSTIVE_CAP", 5)  # the bounded exhaustive mode's bound: incomplete, not a verdict
-    capped = runner.invoke(app, ["conformance", "consumer-lists", "--level", "thread", "--mode", "exhaustive",
-                                 "--config", "held", "--length", "6", "--json"])
-    assert capped.exit_code == 4 and "more than 5 traces" in json.loads(capped.stdout)["configs"][0]["incomplete"]
+    # exhaustive: every trace or none (issue 35): --traces below the count is refused up front with the count
+    short = runner.invoke(app, ["conformance", "consumer-lists", "--level", "thread", "--mode", "exhaustive",
+                                "--config", "held", "--length", "6", "--traces", "50", "--json"])
+    assert short.exit_code == 2 and "is 103 thread-level traces" in json.loads(short.stdout)["error"]["message"]
+    full = runner.invoke(app, ["conformance", "consumer-lists", "--level", "thread", "--mode", "exhaustive",
+                               "--config", "held", "--length", "6", "--traces", "103", "--json"])
+    (entry,) = json.loads(full.stdout)["configs"]
+    assert full.exit_code == 0 and entry["exhaustive"] == {"traces": 103, "complete": True} and entry["traces"] == 103
 
 
 def test_an_implementation_whose_threads_cannot_be_stepped_is_a_divergence_not_an_internal_error():

@@ -174,7 +174,11 @@ def test_golden_corpus_verdicts():
     assert res.corpus >= 20 and res.corpus_ok == res.corpus, [f.describe(model) for f in res.failures]
     traces = [read(p) for p in CORPUS.glob("*.ndjson")]
     assert {t.expect for t in traces} == {"pass", "diverge"}
-    assert {t.config_name for t in traces if t.expect == "pass"} == set(mutants.TRACE_CONFIGS)
+    assert {t.config_name for t in traces if t.expect == "pass" and t.level != "thread"} == set(mutants.TRACE_CONFIGS)
+    # the thread level's golden traces (issue 35): every thread-level configuration
+    from conq.conformance.recovery_deferral.thread_steps import THREAD_CONFIGS
+
+    assert {t.config_name for t in traces if t.level == "thread"} == set(THREAD_CONFIGS)
     assert {p.stem.removeprefix("diverge-") for p in CORPUS.glob("diverge-*.ndjson")} <= set(mutants.MUTANTS)
 
 
