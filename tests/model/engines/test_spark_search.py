@@ -1,0 +1,97 @@
+"""The breadth-first search as Spark jobs (model/engines/spark_search.py, issue 36) against the
+one-process search: the same states, transitions, depth, states per depth, verdicts and
+counterexample lengths, on ``local[2]`` and on a standalone cluster started on 127.0.0.1.  Small
+configurations (tens to hundreds of states, about twenty levels: a level costs two Spark stages);
+every process the cluster started is checked gone."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("pyspark")
+
+from conq.conformance.spark_replay import java_problem, spark_session  # noqa: E402
+from conq.model.engines.explorer import explore  # noqa: E402
+from conq.model.engines.registry import load_model  # noqa: E402
+from conq.model.engines.spark_search import LocalStandalone, explore_spark  # noqa: E402
+from conq.model.kernel import Kind  # noqa: E402
+
+pytestmark = pytest.mark.skipif(java_problem() is not None, reason="Spark needs Java 17+")
+
+#: (configuration, overrides): a violated step check (acquire without compare-and-set, 512 states);
+#: a state packed into two words (73 bits, 114 states); a violated state invariant (33 states)
+STEP = ("acquire-no-cas", {"messages": 1})
+WIDE = ("small", {"consumers": [[2, True], [1, True], [1, True], [3, True]], "messages": 2, "env_budget": 0})
+STATE = ("seed003-earlier", {"env_budget": 0})
+
+
+def _same_as_one_process(ex, config, overrides):
+    model = load_model("consumer-lists", config, overrides)
+    ref = explore(model, liveness=False, fingerprints=True)
+    assert ex.complete and ref.complete
+    assert (ex.states, ex.transitions, ex.depth, ex.level_sizes) == (ref.states, ref.transitions, ref.depth, ref.level_sizes)
+    got = [(v.prop.name, v.status, None if v.path is None else len(v.path.steps)) for v in ex.verdicts]
+    want = [(v.prop.name, v.status, None if v.path is None else len(v.path.steps)) for v in ref.verdicts]
+    assert got == want
+    for v in ex.violations:  # each counterexample replays and ends where the property fails
+        s = v.path.init
+        for a, o, t in v.path.steps:
+            assert (a, o, t) in model.successors(s)
+            last, s = (s, a, o, t), t
+        if v.prop.kind is Kind.ALWAYS:
+            assert not v.prop.check(s)
+        else:
+            assert v.prop.kind is Kind.ALWAYS_STEP and not v.prop.check(*last)
+    return ex
+
+
+def _descendants(pid: int) -> set[int]:
+    out: set[int] = set()
+    todo = [pid]
+    while todo:
+        for task in Path(f"/proc/{todo.pop()}/task").glob("*"):
+            try:
+                kids = {int(x) for x in (task / "children").read_text().split()}
+            except OSError:
+                continue
+            todo += list(kids - out)
+            out |= kids
+    return out
+
+
+def test_local_two_cores_agree_with_the_one_process_search(tmp_path):
+    spark = spark_session("local[2]", app="conq-search-test")
+    try:
+        for config, overrides in (STEP, WIDE):
+            ex = explore_spark(spark.sparkContext, "consumer-lists", config, overrides, partitions=3,
+                               spill_dir=str(tmp_path))
+            _same_as_one_process(ex, config, overrides)
+            assert ex.mode == "spark"
+            assert [v.prop.name for v in ex.violations] == (["acquired-at-most-once"] if config == STEP[0] else [])
+        assert list(tmp_path.iterdir()) == []  # the search's files are gone
+    finally:
+        spark.stop()
+
+
+def test_a_standalone_cluster_on_loopback_agrees_and_leaves_nothing(tmp_path):
+    before = _descendants(os.getpid())
+    with LocalStandalone(cores=2, memory="1g") as cluster:
+        assert cluster.url.startswith("spark://127.0.0.1:")
+        spark = spark_session(cluster.url, app="conq-search-test", conf={"spark.driver.host": "127.0.0.1",
+                                                                        "spark.executor.memory": "512m"})
+        try:
+            ex = explore_spark(spark.sparkContext, "consumer-lists", *STATE, spill_dir=str(tmp_path))
+        finally:
+            spark.stop()
+        _same_as_one_process(ex, *STATE)
+        assert [v.prop.name for v in ex.violations] == ["keeps-pulling-while-messages"]
+    from pyspark import SparkContext
+
+    jvm = getattr(SparkContext._gateway, "proc", None)  # (the gateway JVM stays for this process by design)
+    left = {p for p in _descendants(os.getpid()) - before if jvm is None or p != jvm.pid}
+    left = {p for p in left if Path(f"/proc/{p}").exists() and "Z" not in Path(f"/proc/{p}/stat").read_text().split(")")[-1].split()[:1]}
+    assert not left, [Path(f"/proc/{p}/cmdline").read_bytes()[:200] for p in left]
+    assert list(tmp_path.iterdir()) == []
