@@ -68,6 +68,8 @@ class Declared:
     #: what the ``result`` of each call is, in the call tables ("result": the first element of a
     #: ``[result, list]`` observation; "observation": the whole observation)
     result_label: str = "result"
+    #: more sections computed from the model (markdown lines), after the switches' table
+    sections: Any = None
 
 
 class _Declarations(dict):
@@ -354,7 +356,7 @@ def render_markdown(model_name: str) -> str:
     out += [f"{f.config}: {json.dumps(f.config_json, separators=(',', ':'))}" for f in facts]
     out += ["```", ""]
     default = getattr(conformance_model(model_name), "config_name", None) or "the model's first"
-    out += [f"To run all of them as the suite does (each with its overrides; GAPS.md entry 5 of the Node port): "
+    out += [f"To run all of them as the suite does (each with its overrides): "
             f"`conq conformance {model_name} --impl stdio:CMD --all-configs`, one verdict per configuration, exit 1 if "
             "any diverges (`--set KEY=VALUE` goes on top of every configuration's overrides). Without `--all-configs` "
             f"a run uses one configuration, `--config NAME` (default `{default}`) with its own field values: pass "
@@ -498,6 +500,8 @@ def render_markdown(model_name: str) -> str:
         where = "all" if len(vis) == len(per) else ", ".join(f"`{c}`" for c, _ in vis)
         out.append(f"| `{name}` | `{json.dumps(cur)}` | `{value}` | {where} | `{c0}`: {d0} |")
     out.append("")
+    if declared is not None and declared.sections is not None:
+        out += declared.sections()
     out += ["## The golden corpus", "",
             f"`conq conformance {model_name} --impl stdio:CMD --corpus conformance/{model_name.replace('-', '_')}/corpus` "
             "also runs the golden traces. Each trace starts a port with its own configuration (`init`, not "

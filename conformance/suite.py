@@ -57,6 +57,9 @@ def preflight(impl: Implementation, model_name: str, config: dict[str, Any], wha
     except PortFailure as e:
         impl.close()
         raise PortUnusable(e, what) from None
+    except ValueError as e:  # an in-process driver refusing the configuration (the reference's switches)
+        impl.close()
+        raise SuiteError(f"the implementation does not support {what}: {e}") from None
 
 
 def port_command(command: str) -> str:
@@ -259,7 +262,7 @@ def run_suite(
         if corpus is not None:
             _run_corpus(model_name, impl, corpus, res, snapshots, minimise, on_trace, impl_spec=impl_spec,
                         timeout=timeout, corpus_filter=corpus_filter)
-        if traces and isinstance(impl.impl, Stdio):
+        if traces:
             # a port that cannot start or refuses init stops the run here (exit 2), not at every trace
             from conq.model.kernel import config_dict
 

@@ -244,7 +244,8 @@ DECLARED = Declared(
         "head first, with empty levels left out. With the other actors on, more fields (and only then): "
         "`rejected_by` (`config.reject`), one sorted array of consumer ids per message in id order; "
         "`delete_waiting` (`config.expiry`), the sorted ids of the messages a delete waits for; `groups` "
-        "(`config.groups`), one entry per group in id order, its owner's id or `null`, and "
+        "(`config.groups`), one entry per group id `0..max(config.groups)` in id order (as many entries as the "
+        "highest group id plus one; group `-1` is no group), its owner's id or `null`, and "
         "`group_reset_owed`, always `false` (every call settles its reset); a message's status may then "
         "also be `deleted`. The checker compares it after `init`/`reset` and after "
         "every call, exactly: arrays in order (consumers and messages by id, each Interested list head "
@@ -252,8 +253,9 @@ DECLARED = Declared(
     ),
     notes=(
         "A call the model has disabled must be answered with error 13 (`not-enabled`, definite) and "
-        "change nothing: the checker's own random walks only send calls some consistent model state "
-        "enables, but replayed traces (the corpus, `diverge-*` replays) may send others.",
+        "change nothing: the checker's random and coverage traces send such calls on purpose (about one "
+        "step in ten probes a call the model has disabled in every state consistent with the run), and "
+        "replayed traces (the corpus, `diverge-*` replays) may send others.",
         "Every choice is determined by the state: a port needs no randomness, and `seed` can be ignored.",
         "The checker only sends parameters in the ranges above. A port may answer anything else (an unknown "
         "call, a consumer or message id out of range, an unknown reason name) with error 12 (`unknown-action`); "

@@ -642,17 +642,22 @@ _STEP_MEANING = {
     "acquire": "the entry's acquire (a compare-and-set) with the credit taken: result true when it succeeded (next: "
                "`deliver`), false when another consumer acquired the entry since the find (next: `no_message`: the "
                "pull ends, it does not look again); a browser takes a reference, not the entry: true while the "
-               "entry exists, even if an acquirer took it since the find",
-    "deliver": "the send: back to NOTIFIED and the pull ends (the IO thread pulls again: pull until empty, unless "
-               "this delivery used its last credit: then its next steps are `target_flag` and "
-               "`set_notify_work_desired` with desired false, and it is idle after them); result the message "
-               "delivered",
+               "entry exists, even if an acquirer took it since the find. The credit drops here, at a successful "
+               "`acquire` (`credit(c) -= 1`; a failed one takes none), and a browser's entry joins `seen(c)` here, "
+               "not at the find nor at `deliver`",
+    "deliver": "the send: an acquiring consumer moves INTERESTED -> NOTIFIED (one notified again during its pull, "
+               "already NOTIFIED, stays so; nobody is added to `notified`) and the pull ends (the IO thread pulls "
+               "again: pull until empty, unless this delivery used its last credit: then its next steps are "
+               "`target_flag` and `set_notify_work_desired` with desired false, and it is idle after them); result "
+               "the message delivered",
     "no_message": "nothing delivered: one other interested consumer is notified while messages are available; the pull "
                   "ends",
-    "notify_consumers": "the publisher's `notifyConsumers` for the message, only while it is still available: the "
-                        "browsers that have not browsed it yet (one that browsed it between the enqueue and this step "
-                        "is not woken), then the Interested lists in priority order, stopping at the first acquiring "
-                        "consumer notified",
+    "notify_consumers": "the publisher's `notifyConsumers` for the message: the browsers that have not browsed it "
+                        "yet (one that browsed it between the enqueue and this step is not woken), then, while it is "
+                        "still available, the Interested lists in priority order, stopping at the first acquiring "
+                        "consumer notified. The publisher owes it until it runs: the step stays enabled after the "
+                        "message was acquired (or deleted) by someone else, and then notifies only browsers that "
+                        "have not seen it, often nobody",
     "target_flag": "setNotifyWorkDesired, first half: the target's flag (`wants`) is written, nothing else; label "
                    "`[\"target_flag\", c, desired]`; the IO thread's next step is the second half. Owed by a "
                    "delivery that used the last credit (desired false) and by a `credit` that gave credit back to a "
@@ -661,11 +666,16 @@ _STEP_MEANING = {
     "set_notify_work_desired": "setNotifyWorkDesired, second half: the queue is told (queue-set-desired: the list "
                                "move, then the consumer itself notified if it may take something now (desired), or one "
                                "Interested consumer handed the wake-up (not desired)); label "
-                               "`[\"set_notify_work_desired\", c, desired]`, notified the consumers it notified",
+                               "`[\"set_notify_work_desired\", c, desired]`, notified the consumers it notified. The IO "
+                               "thread is idle after it: a pull-again that a delivery left pending is ended, and the "
+                               "consumer's next `[\"step\", \"io\", c]` needs a wake-up (`scheduled`)",
 }
 
 #: the thread level's environment actions with what they do there (the call level's, not settled)
 _ENV_MEANING = {
+    "add_consumer": "the consumer is added (configurations with `preadded: false`) and, if its target wants work, "
+                    "notified inside this step: `notified` is `[c]` when **notify(c)** succeeds, and no thread "
+                    "is owed for it",
     "credit": "one more credit (only below `max_credit`, and only while the consumer's setNotifyWorkDesired is neither "
               "owed nor half done), the IO thread scheduled; the environment's budget pays for it. A consumer that had "
               "no credit now owes setNotifyWorkDesired(true): its next `[\"step\", \"io\", c]` is `target_flag`",
@@ -721,7 +731,7 @@ def reference_section(cap: int = 20_000) -> list[str]:
         seen_results = ", ".join(f"`{r}`" for r in sorted(results.get(step, ()))) or "(never reached)"
         out.append(f"| {req} | {label} | {seen_results} | {meaning} |")
     for name, meaning in _ENV_MEANING.items():
-        req = f'`["{name}", c]`' if name == "credit" else f'`["{name}", c, r]`'
+        req = f'`["{name}", c]`' if name in ("credit", "add_consumer") else f'`["{name}", c, r]`'
         out.append(f"| {req} | {req} | `null` | {meaning} |")
     out += ["", ("A thread with no step now (an IO thread neither scheduled, nor pulling, nor owing a half of "
             "setNotifyWorkDesired; a message whose publisher owes nothing) answers error 13, and so does a `credit` "

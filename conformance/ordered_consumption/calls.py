@@ -324,7 +324,7 @@ def observation_of_state(base: Model, s: Any, one_client: bool = False) -> dict[
         return {"role": "simple",
                 "messages": [{"server": SRV_NAMES[srv], "attempt": d, "held": HELD_NAMES[h]} for srv, d, h in msgs],
                 "next_queue": rr}
-    if getattr(base, "multi", False):
+    if getattr(base, "multi", False) and not one_client:
         # several push consumers in one group (model.py "several push consumers"): the group's server
         # fields once, each consumer's copies and process queues as one consumer's snapshot has them
         views = [observation_of_state(base, base.consumer_view(s, i), one_client=True)

@@ -72,7 +72,8 @@ _RD_CALLS = (
         "callback `k` is `not-sent` in `p`'s current epoch; `rec(p) > 0`, unless "
         "`config.callbacks_without_recovery`; an up callback with `config.up_after_events` and `rec(p) > 0` only "
         "once every event of `p` in the context `p<p>/r<rec(p)>` (kind `rec(p)` or `-(rec(p)+1)`) has been fed, "
-        "and only while the feed thread is not waiting for room (with any producer's event)",
+        "where the event the feed thread waits with (for room on a full queue) counts as not fed yet: a waiting "
+        "event of `p`'s current recovery holds the up back, another producer's waiting event does not",
         "The SDK's `onProducerStatusChange` (or `onProducerUp`) with status `config.callbacks[k]`. A Down is "
         "forwarded to the customer at once and cancels `p`'s deferred callbacks: `\"forwarded\"`. An up "
         "callback is correlated with `p`'s stored context: with no recovery yet (`rec(p) == 0`) it is "
