@@ -541,35 +541,77 @@ def _itf_value(v: Any) -> Any:
     return v
 
 
-def to_itf(trace: Trace) -> dict[str, Any]:
+def to_itf(trace: Trace, init: Any = None, loop: int | None = None) -> dict[str, Any]:
     """The trace in the Informal Trace Format (as Apalache and Quint write it).
 
-    Each ITF state holds the model's observed state (when the trace carries
-    it) and the step that led there, as ``action`` and ``observation``
-    variables (``"init"`` for the first state).
+    Each ITF state holds the step that led there, as ``action`` and ``observation`` variables,
+    and the model's observed state when the trace carries it.  ``init``: the initial state's view,
+    written as state 0 with action ``"init"`` (every event then follows it, the ITF convention of
+    Apalache's counterexamples); ``loop``: a lasso's repeated part starts at that state index
+    (a liveness counterexample; ITF's ``loop``).
     """
     states = []
     variables = ["action", "observation"]
-    has_state = any(e.state is not None for e in trace.events)
+    has_state = init is not None or any(e.state is not None for e in trace.events)
     if has_state:
         variables.append("state")
-    for i, e in enumerate(trace.events):
+    if init is not None:
+        states.append({"#meta": {"index": 0}, "action": "init", "observation": _itf_value(None), "state": _itf_value(init)})
+    for e in trace.events:
         st: dict[str, Any] = {
-            "#meta": {"index": i},
+            "#meta": {"index": len(states)},
             "action": _itf_value(list(e.action)),
             "observation": _itf_value(jsonable(e.observation)),
         }
         if has_state:
             st["state"] = _itf_value(e.state)
         states.append(st)
-    return {
-        "#meta": {
-            "format": "ITF",
-            "format-description": "https://apalache-mc.org/docs/adr/015adr-trace.html",
-            "source": f"conq-trace v{VERSION}",
-            "description": f"{trace.model} {trace.config_name or ''} seed {trace.seed}".strip(),
-            "generator": trace.generator,
-        },
-        "vars": variables,
-        "states": states,
+    meta: dict[str, Any] = {
+        "format": "ITF",
+        "format-description": "https://apalache-mc.org/docs/adr/015adr-trace.html",
+        "source": f"conq-trace v{VERSION}",
+        "description": f"{trace.model} {trace.config_name or ''} seed {trace.seed}".strip(),
+        "generator": trace.generator,
     }
+    out: dict[str, Any] = {"#meta": meta, "vars": variables, "states": states}
+    if loop is not None:
+        out["loop"] = loop
+    return out
+
+
+def states_along(model: Any, actions: list, observations: list) -> tuple[Any, list[Any]]:
+    """The model's ``observe()`` view of the initial state and after each step of a run of
+    ``actions`` with these ``observations``, following the model states consistent with them (where
+    several are, the first in the model's order; a step no state explains ends the views)."""
+    current = list(dict.fromkeys(model.init_states()))
+    firsts = [current[0]] if current else []
+    for a, o in zip(actions, observations):
+        nxt: dict[Any, None] = {}
+        for s in current:
+            outs = model.step(s, a)
+            if not outs and o == ("error", 13):
+                nxt[s] = None
+            for o2, t in outs:
+                if o2 == o:
+                    nxt[t] = None
+        if not nxt:
+            break
+        current = list(nxt)
+        firsts.append(current[0])
+    init = jsonable(hashable(model.observe(firsts[0]))) if firsts else None
+    views = [_view(model, t) for t in firsts[1:]]
+    return init, views
+
+
+def _view(model: Any, state: Any) -> Any:
+    v = model.observe(state)
+    return v if isinstance(v, dict) else jsonable(v)
+
+
+def export(trace: Trace, fmt: str, *, init: Any = None, loop: int | None = None) -> str:
+    """A trace as text in ``fmt``: ``ndjson`` (this format, conq-trace) or ``itf`` (one JSON document)."""
+    if fmt == "ndjson":
+        return dumps(trace)
+    if fmt == "itf":
+        return json.dumps(to_itf(trace, init, loop), indent=1) + "\n"
+    raise ValueError(f"export format must be ndjson or itf, got {fmt!r}")

@@ -59,10 +59,11 @@ def _setup(params: ReplayParams) -> tuple:
     return got
 
 
-def _replay(params: ReplayParams, blocks: Iterable[int], per_block: bool) -> Iterator[tuple]:
+def _replay(params: ReplayParams, blocks: Iterable[int], per_block: bool, runs: dict | None = None) -> Iterator[tuple]:
     """The rows of :func:`replay_blocks`; with ``per_block=False`` the cover
     rows are aggregated over all the given blocks (one per distinct key, with
-    its least index and the sum of its units), emitted after the last trace row."""
+    its least index and the sum of its units), emitted after the last trace row.
+    ``runs``: filled with ``index -> (model, run)`` (:func:`replay_run`)."""
     from conq.model.engines.fingerprint import fingerprint
 
     from .. import generate
@@ -120,6 +121,8 @@ def _replay(params: ReplayParams, blocks: Iterable[int], per_block: bool) -> Ite
                     run = checker.replay(prefix, seed) if params.length <= len(prefix) else _prefix_then_walk(checker, model, prefix, seed, params.length)
                 else:
                     raise ReplayError(f"unknown mode {params.mode!r}")
+                if runs is not None:
+                    runs[index] = (model, run)
                 d = run.divergence
                 minimised = None
                 if d is not None and params.minimise and d.kind != "port":
@@ -183,6 +186,17 @@ def replay_one(params: ReplayParams, index: int) -> tuple:
         if row[0] == "trace" and row[1] == index:
             return row
     raise AssertionError("unreachable: the block always yields its traces")
+
+
+def replay_run(params: ReplayParams, index: int) -> tuple[Any, Any]:
+    """``(model, run)`` of trace ``index``, replayed alone in this process (as :func:`replay_one`):
+    what ``conq replay --only N --export`` writes."""
+    if not 0 <= index < params.traces:
+        raise ReplayError(f"--only {index}: the run has traces 0..{params.traces - 1}")
+    runs: dict = {}
+    for _row in _replay(params, [index // BLOCK], per_block=True, runs=runs):
+        pass
+    return runs[index]
 
 
 def _prefix_then_walk(checker, model, prefix, seed, length):

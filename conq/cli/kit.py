@@ -163,6 +163,14 @@ class TraceMode(str, enum.Enum):
     exhaustive = "exhaustive"
 
 
+class ExportFormat(str, enum.Enum):
+    """How a trace is written for a debugger or other tools: conq's own NDJSON trace format
+    (spec/trace-format.md) or the Informal Trace Format of Apalache and Quint."""
+
+    ndjson = "ndjson"
+    itf = "itf"
+
+
 class Level(str, enum.Enum):
     """The protocol level a port is driven at."""
 

@@ -67,6 +67,11 @@ def check(
     report: Optional[Path] = typer.Option(None, "--report", metavar="DIR",
                                           help="Write an HTML page (counterexample viewer), Markdown and JSON into this folder."),
     states: bool = typer.Option(False, "--states", help="Show the full state after every step of a counterexample, not only what changed."),
+    trace_out: Optional[Path] = typer.Option(None, "--trace-out", metavar="FILE",
+                                             help="Write the first counterexample (of the first violated property, in "
+                                             "the model's order) as a trace: FILE.itf.json in Apalache/Quint's "
+                                             "Informal Trace Format (a lasso's loop marked), any other name in conq's "
+                                             "NDJSON trace format; nothing is written when nothing is violated."),
     json_out: bool = kit.JsonOpt,
 ) -> None:
     """Explore every reachable state of a bounded configuration and check its properties.
@@ -84,6 +89,13 @@ def check(
         overrides = kit.parse_sets(set_)
         if report is not None:
             kit.check_output_dir(report, "--report")
+        if trace_out is not None:
+            if all_configs:
+                raise kit.UsageProblem("--trace-out writes one counterexample: not with --all-configs")
+            if trace_out.exists() and trace_out.is_dir():
+                raise kit.UsageProblem(f"--trace-out {trace_out}: a folder; give a file name")
+            if not trace_out.parent.is_dir():
+                raise kit.UsageProblem(f"--trace-out {trace_out}: no folder {trace_out.parent}")
         if max_memory is not None:
             rss = rss_bytes()
             if rss is not None and rss > max_memory * 2**20:
@@ -115,6 +127,11 @@ def check(
                     workers=workers,
                 )
             results.append({"config": cfg_name, "settings": config_dict(m.config), **ex.summary()})
+            if trace_out is not None:
+                written = _write_counterexample(m, ex, trace_out)
+                results[-1]["trace_out"] = str(written) if written else None
+                if written and not json_out:
+                    kit.err.print(f"counterexample trace: {written}", highlight=False)
             worst = _worse(worst, _exploration_code(ex))
             judged = None
             if all_configs:
@@ -331,3 +348,24 @@ def prove(
         return code
 
     kit.guard(kit.with_heartbeat("prove", body, json_out), json_out)
+
+
+def _write_counterexample(model, ex, path: Path) -> Path | None:
+    """The first violated property's counterexample as a trace file (``--trace-out``): the model's
+    own actions and observations, with its ``view`` after each step; ``.itf.json``: ITF, state 0 the
+    initial state, a lasso's loop marked.  None when nothing is violated."""
+    from conq.conformance.trace import Event, Trace, atomic_write, export
+
+    v = next((v for v in ex.verdicts if v.status == "violated" and v.path is not None), None)
+    if v is None:
+        return None
+    steps = list(v.path.steps) + (list(v.cycle.steps) if v.cycle is not None else [])
+    tr = Trace(model=model.name, config=config_dict(model.config), config_name=getattr(model, "config_name", None),
+               seed=0, generator={"mode": "counterexample", "length": len(steps), "property": v.prop.name,
+                                  "claim": v.prop.claim})
+    tr.events = [Event(i, a, o, json.loads(json.dumps(model.view(t), default=str))) for i, (a, o, t) in enumerate(steps, 1)]
+    itf = path.name.endswith(".itf.json")
+    init = json.loads(json.dumps(model.view(v.path.init), default=str))
+    loop = len(v.path.steps) if v.cycle is not None else None
+    atomic_write(path, export(tr, "itf" if itf else "ndjson", init=init, loop=loop))
+    return path

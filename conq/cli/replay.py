@@ -26,6 +26,10 @@ def replay(
     out_dir: Path = typer.Option(Path("reports/replay"), "--out", help="Output folder (Parquet tables, summary.json, report.md)."),
     partitions: Optional[int] = typer.Option(None, "--partitions", min=1, help="Spark partitions (default: two per core, at most one per block of 64 traces)."),
     only: Optional[int] = typer.Option(None, "--only", min=0, help="Replay trace INDEX alone, in this process, and print its verdict."),
+    export: Optional[kit.ExportFormat] = typer.Option(None, "--export", help="With --only: print the trace itself on stdout "
+                                                      "(the verdict goes to stderr): ndjson (conq's trace format, each "
+                                                      "step with the model's state) or itf (Apalache/Quint's Informal "
+                                                      "Trace Format, state 0 the initial state)."),
     no_truth: bool = typer.Option(False, "--no-truth", help="Do not explore the bounded graph for the coverage truth."),
     no_graph: bool = typer.Option(False, "--no-graph", help="For targets beyond the explorer: no exhaustive graph; coverage by state fingerprints, growth curve and a Chao2 estimate of the unseen states (automatic for known large targets)."),
     symmetry: bool = typer.Option(False, "--symmetry", help="Also count coverage by symmetry class (the model's canonical form), against the model's symmetric graph."),
@@ -44,6 +48,8 @@ def replay(
 
         from conq.conformance.spark_replay import ReplayError, ReplayParams, close_session, replay_one, resolve_output, run_replay
 
+        if export is not None and (only is None or json_out):
+            raise kit.UsageProblem("--export writes one trace: give --only INDEX (and not --json)")
         configs = list(config) if config else [None]
         several = len(configs) > 1
         if several and (only is not None or len(set(configs)) < len(configs)):
@@ -59,6 +65,8 @@ def replay(
         params = ReplayParams(model=model, config_name=configs[0], overrides=kit.parse_sets(set_), traces=traces,
                               seed=seed, length=length, mode=mode, impl=impl, symmetry=symmetry, level=level)
         try:
+            if only is not None and export is not None:
+                return _export(params, only, export.value)
             if only is not None:
                 row = replay_one(params, only)
                 data = dict(zip(("index", "seed", "steps", "ok", "kind", "step", "divergence", "minimised", "replay"), row[1:]))
@@ -124,3 +132,27 @@ def replay(
         return kit.EXIT_OK if all(s.ok for s in summaries) else kit.EXIT_VIOLATION
 
     kit.guard(body, json_out)
+
+
+def _export(params, index: int, fmt: str) -> int:
+    """``--only N --export FORMAT``: trace ``index`` on stdout, with the model's state after every
+    step (the first consistent state where several are); its verdict on stderr."""
+    import sys
+
+    from conq.conformance.spark_replay import replay_run
+    from conq.conformance.trace import export, states_along
+
+    model, run = replay_run(params, index)
+    tr = run.trace(model, params.mode)
+    tr.config_name = params.config_name or getattr(model, "config_name", None)
+    if params.level == "thread":
+        tr.level = "thread"
+    init, views = states_along(model, run.actions, run.observations)
+    for e, v in zip(tr.events, views):
+        e.state = v
+    sys.stdout.write(export(tr, fmt, init=init))
+    sys.stdout.flush()
+    d = run.divergence
+    kit.err.print(f"trace {index} (seed {run.seed}): {run.steps} steps, "
+                  + ("conforms" if d is None else f"diverges: {d.describe()}"), markup=False, highlight=False)
+    return kit.EXIT_OK if d is None else kit.EXIT_VIOLATION
