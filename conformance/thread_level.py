@@ -102,6 +102,23 @@ class ThreadRun:
         }
 
 
+def thread_impl(spec: str, model_name: str, thread_driver: Any, *, timeout: float = 10.0) -> Any:
+    """The implementation ``--impl spec`` of ``model_name`` at thread level: ``reference`` /
+    ``mutant:NAME`` / ``driver:...`` in process (the call-level driver class under
+    ``thread_driver(cls)``), ``stdio:CMD`` a port asked for the thread level (``init``'s
+    ``level``).  SuiteError for a bad spec."""
+    from .adapters import InProcess, Stdio
+    from .suite import make_impl
+
+    impl = make_impl(spec, model_name, timeout=timeout)
+    if isinstance(impl, Stdio):
+        impl.level = "thread"
+        return impl
+    if isinstance(impl, InProcess):
+        return InProcess(thread_driver(impl.driver_cls), name=f"{impl.name} (thread level)")
+    raise ValueError(f"--impl {spec}: no thread level for {type(impl).__name__}")  # pragma: no cover
+
+
 # -- exhaustive: every action sequence of a depth -----------------------------------------------------
 
 def count_sequences(model: Model, depth: int) -> int:

@@ -609,19 +609,8 @@ class ThreadStepsDriver:
 
 
 def thread_impl(spec: str, *, timeout: float = 10.0) -> Any:
-    """The implementation ``--impl spec`` at thread level: ``reference`` / ``mutant:NAME`` /
-    ``driver:...`` in process (the call-level driver under :class:`ThreadStepsDriver`), ``stdio:CMD``
-    a port asked for the thread level (``init``'s ``level``).  SuiteError for a bad spec."""
-    from conq.conformance.adapters import InProcess, Stdio
-    from conq.conformance.suite import make_impl
-
-    impl = make_impl(spec, "consumer-lists", timeout=timeout)
-    if isinstance(impl, Stdio):
-        impl.level = "thread"
-        return impl
-    if isinstance(impl, InProcess):
-        return InProcess(thread_driver(impl.driver_cls), name=f"{impl.name} (thread level)")
-    raise ValueError(f"--impl {spec}: no thread level for {type(impl).__name__}")  # pragma: no cover
+    """The implementation ``--impl spec`` at thread level (:func:`conq.conformance.thread_level.thread_impl`)."""
+    return thread_level.thread_impl(spec, "consumer-lists", thread_driver, timeout=timeout)
 
 
 def thread_driver(base: type | None = None) -> type:

@@ -145,18 +145,8 @@ def check_threads(impl: Any, config: str = "reference", *, walks: int = 20, leng
 
 
 def thread_impl(spec: str, *, timeout: float = 10.0) -> Any:
-    """The implementation ``--impl spec`` at thread level: in process (a call-level driver under
-    :class:`ThreadStepsDriver`), or a port asked for the thread level (``init``'s ``level``)."""
-    from conq.conformance.adapters import InProcess, Stdio
-    from conq.conformance.suite import make_impl
-
-    impl = make_impl(spec, "recovery-deferral", timeout=timeout)
-    if isinstance(impl, Stdio):
-        impl.level = "thread"
-        return impl
-    if isinstance(impl, InProcess):
-        return InProcess(thread_driver(impl.driver_cls), name=f"{impl.name} (thread level)")
-    raise ValueError(f"--impl {spec}: no thread level for {type(impl).__name__}")  # pragma: no cover
+    """The implementation ``--impl spec`` at thread level (:func:`conq.conformance.thread_level.thread_impl`)."""
+    return thread_level.thread_impl(spec, "recovery-deferral", thread_driver, timeout=timeout)
 
 
 def thread_driver(base: type | None = None) -> type:
