@@ -64,6 +64,15 @@ def check(
                                       help="Keep 64-bit state fingerprints and a parent map only (about 20 bytes a state; liveness is skipped)."),
     workers: int = typer.Option(1, "--workers", min=1, max=64,
                                 help="Worker processes (above 1: fingerprints partitioned by owner; liveness is skipped)."),
+    master: Optional[str] = typer.Option(None, "--master", metavar="URL",
+                                         help="Search as Spark jobs on this master (local[2], spark://HOST:PORT, ...): states "
+                                         "partitioned by fingerprint across executors, the seen set in files under "
+                                         "--spill-dir; liveness is skipped; limits are checked between levels (spec/spark-search.md)."),
+    partitions: Optional[int] = typer.Option(None, "--partitions", min=1, max=100_000,
+                                             help="With --master: partitions of the states (default: twice Spark's default parallelism)."),
+    spill_dir: Optional[Path] = typer.Option(None, "--spill-dir", metavar="DIR",
+                                             help="With --master: where executors keep the search's files (default: the temporary folder)."),
+    conf: Optional[List[str]] = typer.Option(None, "--conf", help="With --master: a Spark setting, as spark-submit takes it (repeatable)."),
     report: Optional[Path] = typer.Option(None, "--report", metavar="DIR",
                                           help="Write an HTML page (counterexample viewer), Markdown and JSON into this folder."),
     states: bool = typer.Option(False, "--states", help="Show the full state after every step of a counterexample, not only what changed."),
@@ -100,6 +109,8 @@ def check(
             rss = rss_bytes()
             if rss is not None and rss > max_memory * 2**20:
                 raise kit.UsageProblem(f"--max-memory {max_memory:g}: conq already uses {rss / 2**20:,.0f} MB before the search starts")
+        spark = _spark_options(master, partitions, spill_dir, conf, symmetry=symmetry, workers=workers,
+                               max_memory=max_memory)
         names = list(model_class(model).configs()) if all_configs else [config]
         models = [load_model(model, cname, overrides) for cname in names]  # every configuration validated first
         results = []
@@ -111,48 +122,56 @@ def check(
             from conq.html_report import HtmlReport
 
             page = HtmlReport(f"conq check {model}")
-        for cname, m in zip(names, models):
-            cfg_name = getattr(m, "config_name", cname)
-            title = f"{m.name} / {cfg_name}"
-            with Progress(f"exploring {title}", kit.err, json_out=json_out) as bar:
-                ex = explore(
-                    m,
-                    max_states=max_states,
-                    max_seconds=max_seconds,
-                    max_memory_mb=max_memory,
-                    symmetry=symmetry,
-                    liveness=not no_liveness,
-                    progress=bar.search(),
-                    fingerprints=fingerprints,
-                    workers=workers,
-                )
-            results.append({"config": cfg_name, "settings": config_dict(m.config), **ex.summary()})
-            if trace_out is not None:
-                written = _write_counterexample(m, ex, trace_out)
-                results[-1]["trace_out"] = str(written) if written else None
-                if written and not json_out:
-                    kit.err.print(f"counterexample trace: {written}", highlight=False)
-            worst = _worse(worst, _exploration_code(ex))
-            judged = None
-            if all_configs:
-                from conq.expectations import judge_exploration
+        try:
+            for cname, m in zip(names, models):
+                cfg_name = getattr(m, "config_name", cname)
+                title = f"{m.name} / {cfg_name}"
+                with Progress(f"exploring {title}" + (f" on {master}" if master else ""), kit.err, json_out=json_out) as bar:
+                    if spark is not None:
+                        ex = spark.check(model, cfg_name, overrides, max_states=max_states, max_seconds=max_seconds,
+                                         progress=bar.search())
+                    else:
+                        ex = explore(
+                            m,
+                            max_states=max_states,
+                            max_seconds=max_seconds,
+                            max_memory_mb=max_memory,
+                            symmetry=symmetry,
+                            liveness=not no_liveness,
+                            progress=bar.search(),
+                            fingerprints=fingerprints,
+                            workers=workers,
+                        )
+                results.append({"config": cfg_name, "settings": config_dict(m.config), **ex.summary()})
+                if trace_out is not None:
+                    written = _write_counterexample(m, ex, trace_out)
+                    results[-1]["trace_out"] = str(written) if written else None
+                    if written and not json_out:
+                        kit.err.print(f"counterexample trace: {written}", highlight=False)
+                worst = _worse(worst, _exploration_code(ex))
+                judged = None
+                if all_configs:
+                    from conq.expectations import judge_exploration
 
-                judged = judge_exploration(ex, cfg_name if not overrides else f"{cfg_name} (with --set)", symmetry=symmetry,
-                                           liveness=not (no_liveness or symmetry or fingerprints or workers > 1))
-                judgements.append(judged)
-                results[-1].update(as_expected=judged.as_expected, expectation=judged.expectation, problems=judged.problems)
-            if page is not None:
-                from conq.report import exploration_markdown
+                    judged = judge_exploration(ex, cfg_name if not overrides else f"{cfg_name} (with --set)", symmetry=symmetry,
+                                               liveness=not (no_liveness or symmetry or fingerprints or workers > 1 or master))
+                    judgements.append(judged)
+                    results[-1].update(as_expected=judged.as_expected, expectation=judged.expectation, problems=judged.problems)
+                if page is not None:
+                    from conq.report import exploration_markdown
 
-                markdown.append(exploration_markdown(ex, title))
-                page.add_exploration(ex, title, problems=judged.problems if judged else
-                                     [f"{v.prop.name}: {v.status}" for v in ex.verdicts if v.status in ("violated", "vacuous", "unreached")],
-                                     expected=[v.prop.name for v in ex.violations] if judged and judged.as_expected else ())
-            if not json_out:
-                _print_exploration(ex, title, states=states)
-                if judged is not None:
-                    kit.out.print(f"[green]as expected[/]: {escape(judged.expectation)}" if judged.as_expected else
-                                  f"[bold red]not as expected[/]: {escape('; '.join(judged.problems))}")
+                    markdown.append(exploration_markdown(ex, title))
+                    page.add_exploration(ex, title, problems=judged.problems if judged else
+                                         [f"{v.prop.name}: {v.status}" for v in ex.verdicts if v.status in ("violated", "vacuous", "unreached")],
+                                         expected=[v.prop.name for v in ex.violations] if judged and judged.as_expected else ())
+                if not json_out:
+                    _print_exploration(ex, title, states=states)
+                    if judged is not None:
+                        kit.out.print(f"[green]as expected[/]: {escape(judged.expectation)}" if judged.as_expected else
+                                      f"[bold red]not as expected[/]: {escape('; '.join(judged.problems))}")
+        finally:
+            if spark is not None:
+                spark.close()
         line = ""
         if all_configs:
             from conq.expectations import closing_line
@@ -172,6 +191,62 @@ def check(
         return worst
 
     kit.guard(body, json_out)
+
+
+class _SparkCheck:
+    """``conq check --master``: one Spark session for every configuration checked (the code shipped
+    to executors as the package zip on a master that is not local), closed at the end."""
+
+    def __init__(self, master: str, partitions: int | None, spill_dir: Path | None, settings: dict[str, str]):
+        self.master, self.partitions, self.spill_dir, self.settings = master, partitions, spill_dir, settings
+        self.spark = None
+        self.tmp: Path | None = None
+
+    def check(self, model: str, config: str, overrides: dict, **limits: Any):
+        from conq.model.engines.spark_search import explore_spark
+
+        if self.spark is None:
+            import tempfile
+
+            from conq.conformance.spark_replay import ReplayError, package_zip, spark_session
+
+            try:
+                self.spark = spark_session(self.master, app="conq-check", conf=self.settings or None)
+            except ReplayError as e:
+                raise kit.UsageProblem(str(e)) from None
+            if not self.master.startswith("local"):  # executors elsewhere: conq travels with the job
+                self.tmp = Path(tempfile.mkdtemp(prefix="conq-check-"))
+                self.spark.sparkContext.addPyFile(str(package_zip(self.tmp)))
+        return explore_spark(self.spark.sparkContext, model, config, overrides, partitions=self.partitions,
+                             spill_dir=str(self.spill_dir) if self.spill_dir else None, **limits)
+
+    def close(self) -> None:
+        import shutil
+
+        if self.spark is not None:
+            self.spark.stop()
+            self.spark = None
+        if self.tmp is not None:
+            shutil.rmtree(self.tmp, ignore_errors=True)
+            self.tmp = None
+
+
+def _spark_options(master, partitions, spill_dir, conf, *, symmetry: bool, workers: int, max_memory) -> _SparkCheck | None:
+    """The --master options checked together (exit 2 before any work), or None without --master."""
+    if master is None:
+        for given, name in ((partitions, "--partitions"), (spill_dir, "--spill-dir"), (conf, "--conf")):
+            if given:
+                raise kit.UsageProblem(f"{name} is an option of the Spark search: give --master too")
+        return None
+    kit.check_master(master)
+    for given, name in ((symmetry, "--symmetry"), (workers > 1, "--workers"), (max_memory is not None, "--max-memory")):
+        if given:
+            raise kit.UsageProblem(f"{name} is not an option of the Spark search (--master): the executors' memory "
+                                   "is Spark's to set (--conf spark.executor.memory=...)" if name == "--max-memory" else
+                                   f"{name} is not an option of the Spark search (--master)")
+    if spill_dir is not None and spill_dir.exists() and not spill_dir.is_dir():
+        raise kit.UsageProblem(f"--spill-dir {spill_dir}: a file, not a folder")
+    return _SparkCheck(master, partitions, spill_dir, kit.parse_conf(conf))
 
 
 def _exploration_code(ex) -> int:

@@ -95,3 +95,26 @@ def test_a_standalone_cluster_on_loopback_agrees_and_leaves_nothing(tmp_path):
     left = {p for p in left if Path(f"/proc/{p}").exists() and "Z" not in Path(f"/proc/{p}/stat").read_text().split(")")[-1].split()[:1]}
     assert not left, [Path(f"/proc/{p}/cmdline").read_bytes()[:200] for p in left]
     assert list(tmp_path.iterdir()) == []
+
+
+def test_conq_check_master_runs_the_spark_search_and_says_what_it_cannot_do(tmp_path):
+    import json
+
+    from typer.testing import CliRunner
+
+    from conq.cli import app
+
+    runner = CliRunner()
+    for args, why in ((["--partitions", "2"], "give --master too"), (["--master", "local[2]", "--workers", "2"], "--workers"),
+                      (["--master", "local[2]", "--symmetry"], "--symmetry"), (["--master", "nowhere"], "not a Spark master URL"),
+                      (["--master", "local[2]", "--max-memory", "100"], "spark.executor.memory")):
+        res = runner.invoke(app, ["check", "consumer-lists", "--config", STATE[0], *args])
+        assert res.exit_code == 2 and why in res.output, (args, res.output)
+    res = runner.invoke(app, ["check", "consumer-lists", "--config", STATE[0], "--set", "env_budget=0", "--master", "local[2]",
+                              "--partitions", "2", "--spill-dir", str(tmp_path), "--json"])
+    assert res.exit_code == 1, res.output  # a violation, as the one-process search finds
+    doc = json.loads(res.stdout)
+    ref = explore(load_model("consumer-lists", *STATE), liveness=False, fingerprints=True)
+    assert (doc["states"], doc["transitions"], doc["depth"], doc["mode"]) == (ref.states, ref.transitions, ref.depth, "spark")
+    assert [p["name"] for p in doc["properties"] if p["status"] == "violated"] == [v.prop.name for v in ref.violations]
+    assert list(tmp_path.iterdir()) == []
