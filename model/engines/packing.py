@@ -142,7 +142,7 @@ class Codec:
     values; its index is the code; a ``range`` is used as it is, however large).  ``names``: a
     readable name per field, for errors."""
 
-    def __init__(self, domains: Sequence[Iterable[Any]], names: Sequence[str] | None = None):
+    def __init__(self, domains: Sequence[Iterable[Any]], names: Sequence[str] | None = None, shape: Any = None):
         self.width = len(domains)
         self.values: list[Sequence] = []
         self.codes: list[Any] = []
@@ -178,6 +178,10 @@ class Codec:
         self._dec = [(vals, sh, (1 << b) - 1) for vals, sh, b in zip(self.values, self.shift, self.bits)]
         self._enc = list(zip(self.codes, self.shift, range(self.width)))
         self._poisons = [Poison(i) for i in range(self.width)]
+        #: a nested state (``shape``: nested tuples whose leaves are field indices, each field once):
+        #: ``flat`` lists a state's fields in field order, ``nest`` builds the state from them
+        self.shape = shape
+        self.flat, self.nest = _shape_functions(shape, self.width)
         self._outside: dict[int, list[int]] = {}
         self._plans: dict[int, tuple] = {}
         self._writes: dict[tuple, tuple[int, int]] = {}  # (field, type, value) -> (its bits, its code in place)
@@ -192,6 +196,7 @@ class Codec:
         return c
 
     def encode(self, state: Sequence[Any]) -> int:
+        state = self.flat(state)
         if len(state) != self.width:
             raise PackingError(f"a state of {len(state)} fields, the layout has {self.width}")
         x = 0
@@ -201,7 +206,7 @@ class Codec:
         return x
 
     def decode(self, x: int) -> tuple:
-        return tuple([vals[(x >> sh) & m] for vals, sh, m in self._dec])
+        return self.nest([vals[(x >> sh) & m] for vals, sh, m in self._dec])
 
     def decode_known(self, x: int, known: int) -> tuple:
         """``poisoned(decode(x), known)`` without decoding the fields it poisons (what a recording
@@ -214,7 +219,7 @@ class Codec:
         p = plan[0][:]
         for i, vals, sh, m in plan[1]:
             p[i] = vals[(x >> sh) & m]
-        return tuple(p)
+        return self.nest(p)
 
     def mask(self, fields: Iterable[int]) -> int:
         out = 0
@@ -250,11 +255,38 @@ class Codec:
             outside = self._outside[known] = [i for i in range(self.width) if self.fmask[i] and not known & self.fmask[i]]
         if not outside:
             return state
-        p = list(state)
+        p = list(self.flat(state))
         poisons = self._poisons
         for i in outside:
             p[i] = poisons[i]
-        return tuple(p)
+        return self.nest(p)
+
+
+def _shape_functions(shape: Any, width: int) -> tuple[Callable, Callable]:
+    """``(flat, nest)`` for a nested layout, generated as straight-line code (a state is taken
+    apart and built for every recording and every predicate's miss); the identity and ``tuple``
+    for a flat one."""
+    if shape is None:
+        return (lambda s: s), tuple
+    paths: list[tuple[int, str]] = []
+
+    def walk(node: Any, path: str) -> str:
+        if isinstance(node, int):
+            paths.append((node, path))
+            return f"v[{node}]"
+        if not isinstance(node, tuple):
+            raise PackingError(f"a layout's shape nests tuples of field indices, not {node!r}")
+        inner = ", ".join(walk(child, f"{path}[{k}]") for k, child in enumerate(node))
+        return f"({inner},)" if len(node) == 1 else f"({inner})"
+
+    built = walk(shape, "s")
+    if sorted(i for i, _ in paths) != list(range(width)):
+        raise PackingError(f"a layout's shape must name each of its {width} fields once")
+    by_field = [p for _i, p in sorted(paths)]
+    env: dict[str, Any] = {}
+    exec(compile(f"def flat(s):\n    return ({', '.join(by_field)},)\n\ndef nest(v):\n    return {built}\n",
+                 "<packed layout>", "exec"), env)
+    return env["flat"], env["nest"]
 
 
 def memoised_predicate(codec: Codec, f: Callable[[Any], Any], limit: int = MEMO_LIMIT) -> Callable[[int], bool]:
@@ -432,7 +464,9 @@ class Section:
         pois = _poison_in(a) or _poison_in(o)
         if pois is not None:  # a field's value copied into the label: it was read
             raise FootprintRead(pois.field)
-        writes = [(i, t[i]) for i in compress(range(len(t)), map(is_not, t, p))]
+        flat = self.codec.flat
+        tf, pf = flat(t), flat(p)
+        writes = [(i, tf[i]) for i in compress(range(len(tf)), map(is_not, tf, pf))]
         for _i, v in writes:
             if type(v) is Poison:  # copied from another field: that field was read
                 raise FootprintRead(v.field)

@@ -256,6 +256,15 @@ class RecoveryDeferralModel(Model):
             )
         ]
 
+    def packed(self):
+        """The packed view the explorer runs on (packed.py, issue 36), built once; None when the
+        configuration's queues are too large to lay out."""
+        if "_packed_view" not in self.__dict__:
+            from .packed import packed_view
+
+            self._packed_view = packed_view(self)
+        return self._packed_view
+
     def actions(self, s):
         fed, queues, running, status, pending, entries, slot, rec, notes, sched, backlog, told, upctx = s
         c = self.config
