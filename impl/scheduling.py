@@ -1,3 +1,4 @@
+# One file: the real-thread scheduler and the deterministic one implement the same points side by side, so each concurrency argument in impl/ reads against both.
 """Pluggable scheduling: the same concurrent code on real threads or under a seeded, replayable scheduler.
 
 What it is

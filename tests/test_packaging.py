@@ -222,3 +222,36 @@ def test_the_installed_wheel_runs_the_main_job_with_its_golden_corpus(tmp_path):
     assert [r["subject"] for r in doc["rows"] if r["stage"] == "model-check"] == ["recovery-deferral/reference-one-queue"]
     assert not any(r["stage"] == "spark replay" for r in doc["rows"])
     assert (work / "reports" / "summary.json").is_file()
+
+
+
+#: how a file's first comment starts, by suffix (a file over the limit says there why it is one file)
+COMMENT = {".py": "#", ".toml": "#", ".sh": "#", ".md": "<!--", ".js": "//", ".java": "//", ".j2": "{#", ".css": "/*"}
+#: the most lines a tracked file may have without saying why it must be one file
+MAX_LINES = 900
+
+
+def one_file_reasons() -> tuple[list[str], list[str]]:
+    """(files over the limit that say why, files over it that do not): a tracked text file of more
+    than MAX_LINES lines must open with a comment that says why it must be one file ("one file: ...")."""
+    import subprocess
+
+    tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    said, unsaid = [], []
+    for rel in tracked:
+        path = ROOT / rel
+        if path.suffix not in COMMENT or not path.is_file():
+            continue
+        text = path.read_text(encoding="utf-8", errors="replace")
+        if text.count("\n") <= MAX_LINES:
+            continue
+        first = next((line for line in text.splitlines() if line.strip()), "")
+        ok = first.lstrip().startswith(COMMENT[path.suffix]) and "one file" in first.lower()
+        (said if ok else unsaid).append(f"{rel} ({text.count(chr(10))} lines)")
+    return said, unsaid
+
+
+def test_no_file_over_900_lines_unless_its_first_comment_says_why():
+    said, unsaid = one_file_reasons()
+    assert not unsaid, (f"over {MAX_LINES} lines without a first comment saying why it must be one file "
+                        f"('# one file: ...'): {unsaid}")

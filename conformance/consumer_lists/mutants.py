@@ -1,3 +1,4 @@
+# One file: the catalogue is read as one page, each mutant beside the engines that must kill it and the count budgets they spend (the kill matrix of `conq mutants`).
 """The consumer-lists mutant catalogue: plausible bugs of the reference implementation
 (``conq.impl.consumer_lists``), and the engines that must catch each of them.
 

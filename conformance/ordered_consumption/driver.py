@@ -1,3 +1,4 @@
+# One file: the driver and the gated channel it drives the client through are one mechanism (a request waits in the channel until the driver names its answer); apart, neither reads.
 """The in-process driver of the reference ordered-consumption implementation
 (``conq.impl.ordered_consumption``), one call of the call-level view (:mod:`.calls`) at a time.
 

@@ -1,3 +1,4 @@
+# One file: the queue's state and every path that takes its locks (enqueue, notify, deliver, credit, browse, delete) make one concurrency argument, read together.
 """The queue: message entries, the notification rules, ``deliver_single_message``, credit, browsers.
 
 What it is

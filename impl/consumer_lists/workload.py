@@ -1,3 +1,4 @@
+# One file: the workload and its end-of-run checks are one argument (what a run did, and why that is correct); every caller (stress, exploration, faults, benchmarks) uses both.
 """A publish/consume workload over the whole chain, with its correctness checks and fault injection.
 
 What it is

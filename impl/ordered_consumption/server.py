@@ -1,3 +1,4 @@
+# One file: the server survives any client only through its I/O loop, bounds and catch-all together (one loop, every request, every limit); split, the argument is lost.
 """A network face for the broker core: newline-delimited JSON over TCP, and the client transport.
 
 What it is

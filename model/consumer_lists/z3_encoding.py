@@ -1,3 +1,4 @@
+# One file: the symbolic twin of model.py, one relation per action in the model's order; split, the pairing with the model (checked action by action) is lost.
 """z3 encoding of the consumer-lists model (model/consumer_lists/model.py).
 
 Sizes are symbolic: ``N`` consumers and ``M`` messages (Int indices), and so

@@ -1,3 +1,4 @@
+# One file: the model is the readable spec of seed 001, every role's actions (one small function each, in the seed's order) with the guards they share.
 """Ordered consumption: the RocketMQ thin client's message flows (seed 001).
 
 Four client roles of seed 001, each a configuration of this one model:

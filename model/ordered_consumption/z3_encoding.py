@@ -1,3 +1,4 @@
+# One file: the symbolic twin of model.py, one relation per action in the model's order; split, the pairing with the model (checked action by action) is lost.
 """z3 encoding of the ordered-consumption model (model/ordered_consumption/model.py).
 
 Sizes are symbolic: ``n`` messages, ``Q`` queues (process queues), ``T``

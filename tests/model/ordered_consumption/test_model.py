@@ -1,3 +1,4 @@
+# One file: it mirrors model/ordered_consumption/model.py (one file, see there), section by section.
 """The ordered-consumption model (seed 001, REFERENCE §2): pinned manifest
 results, hypothesis walks, focused steps, replayable counterexamples."""
 
