@@ -245,7 +245,7 @@ def one_file_reasons() -> tuple[list[str], list[str]]:
         text = path.read_text(encoding="utf-8", errors="replace")
         if text.count("\n") <= MAX_LINES:
             continue
-        first = next((line for line in text.splitlines() if line.strip()), "")
+        first = next((line for line in text.splitlines() if line.strip() and not line.startswith("#!")), "")  # after a shebang
         ok = first.lstrip().startswith(COMMENT[path.suffix]) and "one file" in first.lower()
         (said if ok else unsaid).append(f"{rel} ({text.count(chr(10))} lines)")
     return said, unsaid

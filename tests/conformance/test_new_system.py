@@ -247,3 +247,26 @@ def test_replay_runs_it_on_spark(registered, tmp_path):
     assert (s["traces"], s["diverged"], s["graph_states"], s["states_covered"]) == (64, 0, 2, 2)
     assert s["properties_witnessed"] == ["switched-off", "switched-to-a-state"]
     assert (out / "report.md").is_file()
+
+
+def test_conq_systems_names_it_to_a_fresh_process_and_a_broken_target_is_bad_input(tmp_path):
+    """``CONQ_SYSTEMS=FILE.py:SYSTEM``: a system of your own without packaging it; a target that
+    does not load is exit 2 naming the variable, the file and the line, before any command runs."""
+    import os
+    import subprocess
+    import sys
+
+    def conq(*args: str, target: str):
+        env = {**os.environ, "CONQ_SYSTEMS": target}
+        return subprocess.run([sys.executable, "-m", "conq", *args], capture_output=True, text=True, env=env,
+                              cwd=tmp_path, timeout=300)
+
+    listed = conq("list", "--json", target=f"{Path(__file__).resolve()}:SYSTEM")
+    assert listed.returncode == 0, listed.stderr
+    assert {(r["model"], r["config"]) for r in json.loads(listed.stdout) if r["model"] == NAME} == {(NAME, "off"), (NAME, "on")}
+    broken = tmp_path / "broken.py"
+    broken.write_text("SYSTEM = undefined_name\n")
+    bad = conq("list", "--json", target=f"{broken}:SYSTEM")
+    assert bad.returncode == 2, bad.stderr
+    message = json.loads(bad.stdout)["error"]["message"]
+    assert message.startswith("CONQ_SYSTEMS: ") and "broken.py:1" in message and "NameError" in message, message

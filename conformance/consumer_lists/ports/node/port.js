@@ -1,5 +1,5 @@
-// One file: a port is what an author copies to start a port in another language, one file with no build step.
 #!/usr/bin/env node
+// One file: a port is what an author copies to start a port in another language, one file with no build step.
 // A consumer-lists port in JavaScript (Node.js >= 18, standard library only), written from the
 // documents alone: spec/port-protocol.md (transport, messages, error codes) and
 // spec/ports/consumer-lists.md (calls, procedures, observation and snapshot shapes).
