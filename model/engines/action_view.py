@@ -58,20 +58,26 @@ def sequences(items: Sequence[Any], longest: int) -> list[tuple]:
 
 
 def action_view(model: Any, layout: Layout, shape: Any, universe: Sequence[tuple],
-                roots: Callable[[tuple], Iterable[int]] | None = None) -> Packed:
+                roots: Callable[[tuple], Iterable[int]] | None = None,
+                applies: Sequence[Callable[[Any], bool] | None] | None = None) -> Packed:
     """The packed view of ``model`` (a kernel model stepping by ``actions``/``step``): its states
     laid out by ``layout``/``shape``, one section per action of ``universe`` (in that order) rooted
-    at ``roots(action)``."""
+    at ``roots(action)``; ``applies[k]``, when given, is a test of the state before ``step`` is
+    asked for the ``k``-th action (a model of several kinds of state whose step of one kind's
+    action cannot take another kind's state)."""
     codec = Codec(layout.domains, layout.names, shape)
     checks = StepChecks(model.property_list())
     step = model.step
 
-    def section(a: tuple) -> Section:
+    def section(a: tuple, ok: Callable[[Any], bool] | None) -> Section:
         def run(s: Any, out: list) -> bool:
+            if ok is not None and not ok(s):
+                return False
             for o, t in step(s, a):
                 out.append((a, o, t))
             return False
 
         return Section(codec, run, roots(a) if roots is not None else (), checks, " ".join(map(str, a)))
 
-    return Packed(codec, model.init_states(), [], [section(a) for a in universe], None)
+    guards = list(applies) if applies is not None else [None] * len(universe)
+    return Packed(codec, model.init_states(), [], [section(a, ok) for a, ok in zip(universe, guards)], None)

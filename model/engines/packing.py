@@ -181,7 +181,7 @@ class Codec:
         #: a nested state (``shape``: nested tuples whose leaves are field indices, each field once):
         #: ``flat`` lists a state's fields in field order, ``nest`` builds the state from them
         self.shape = shape
-        self.flat, self.nest = _shape_functions(shape, self.width)
+        self.flat, self.nest = _shape_functions(shape, self.width, [v[0] for v in self.values])
         self._outside: dict[int, list[int]] = {}
         self._plans: dict[int, tuple] = {}
         self._writes: dict[tuple, tuple[int, int]] = {}  # (field, type, value) -> (its bits, its code in place)
@@ -262,30 +262,68 @@ class Codec:
         return self.nest(p)
 
 
-def _shape_functions(shape: Any, width: int) -> tuple[Callable, Callable]:
+class Variants:
+    """A layout whose shape depends on the value of one field, its *tag* (a model whose states are a
+    disjoint union, ``(role, ...)`` with one shape per role): ``shapes`` maps each tag value to its
+    shape, every shape holding the tag field at the same place.  The fields of the shapes not taken
+    hold their domains' first values in a packed state."""
+
+    def __init__(self, tag: int, shapes: dict):
+        self.tag, self.shapes = tag, dict(shapes)
+
+
+def _shape_functions(shape: Any, width: int, fillers: Sequence[Any] = ()) -> tuple[Callable, Callable]:
     """``(flat, nest)`` for a nested layout, generated as straight-line code (a state is taken
     apart and built for every recording and every predicate's miss); the identity and ``tuple``
-    for a flat one."""
+    for a flat one.  With :class:`Variants`, ``nest`` of fields whose tag is not known raises
+    :class:`FootprintRead` for the tag (so a section or predicate learns it first)."""
     if shape is None:
         return (lambda s: s), tuple
-    paths: list[tuple[int, str]] = []
 
-    def walk(node: Any, path: str) -> str:
+    def walk(node: Any, path: str, paths: list) -> str:
         if isinstance(node, int):
             paths.append((node, path))
             return f"v[{node}]"
         if not isinstance(node, tuple):
             raise PackingError(f"a layout's shape nests tuples of field indices, not {node!r}")
-        inner = ", ".join(walk(child, f"{path}[{k}]") for k, child in enumerate(node))
+        inner = ", ".join(walk(child, f"{path}[{k}]", paths) for k, child in enumerate(node))
         return f"({inner},)" if len(node) == 1 else f"({inner})"
 
-    built = walk(shape, "s")
-    if sorted(i for i, _ in paths) != list(range(width)):
-        raise PackingError(f"a layout's shape must name each of its {width} fields once")
-    by_field = [p for _i, p in sorted(paths)]
-    env: dict[str, Any] = {}
-    exec(compile(f"def flat(s):\n    return ({', '.join(by_field)},)\n\ndef nest(v):\n    return {built}\n",
-                 "<packed layout>", "exec"), env)
+    env: dict[str, Any] = {"FootprintRead": FootprintRead, "Poison": Poison, "PackingError": PackingError,
+                           "F": list(fillers)}
+    if not isinstance(shape, Variants):
+        paths: list = []
+        built = walk(shape, "s", paths)
+        if sorted(i for i, _ in paths) != list(range(width)):
+            raise PackingError(f"a layout's shape must name each of its {width} fields once")
+        by_field = [p for _i, p in sorted(paths)]
+        code = f"def flat(s):\n    return ({', '.join(by_field)},)\n\ndef nest(v):\n    return {built}\n"
+    else:
+        flat_lines, nest_lines, named, tag_path = ["def flat(s):"], ["def nest(v):", f"    t = v[{shape.tag}]",
+                                                                      "    if type(t) is Poison:",
+                                                                      f"        raise FootprintRead({shape.tag})"], set(), None
+        for k, (value, sub) in enumerate(shape.shapes.items()):
+            paths = []
+            built = walk(sub, "s", paths)
+            where = dict(paths)
+            if tag_path is None:
+                tag_path = where.get(shape.tag)
+                if tag_path is None:
+                    raise PackingError("every variant's shape holds its tag field")
+                flat_lines.append(f"    t = {tag_path}")
+            elif where.get(shape.tag) != tag_path:
+                raise PackingError("every variant's shape holds its tag field at the same place")
+            env[f"V{k}"] = value
+            named |= set(where)
+            leaves = ", ".join(where.get(i, f"F[{i}]") for i in range(width))
+            flat_lines += [f"    if t == V{k}:", f"        return ({leaves},)"]
+            nest_lines += [f"    if t == V{k}:", f"        return {built}"]
+        if named != set(range(width)):
+            raise PackingError(f"a layout's variants must name each of its {width} fields")
+        flat_lines.append("    raise PackingError(f'the layout has no variant of tag {t!r}')")
+        nest_lines.append("    raise PackingError(f'the layout has no variant of tag {t!r}')")
+        code = "\n".join(flat_lines) + "\n\n" + "\n".join(nest_lines) + "\n"
+    exec(compile(code, "<packed layout>", "exec"), env)
     return env["flat"], env["nest"]
 
 
@@ -405,10 +443,10 @@ class Section:
         r = x & self.root
         known = self.masks.get(r, self.root)
         while True:
-            p = codec.decode_known(x, known)
             out: list = []
             self.runs += 1
             try:
+                p = codec.decode_known(x, known)  # (a layout with variants may need its tag first)
                 owed = bool(self.run(p, out))
                 steps = tuple(self._record(p, a, o, t) for a, o, t in out)
             except FootprintRead as e:

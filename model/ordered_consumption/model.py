@@ -249,6 +249,14 @@ class OrderedConsumptionModel(Model):
             out.append((SIMPLE, tuple((S_READY, 0, 0) for _ in range(self.n_msgs)), 0, calls))
         return out
 
+    def packed(self):
+        """The packed view the explorer runs on (packed.py, issue 36), built once."""
+        if "_packed_view" not in self.__dict__:
+            from .packed import packed_view
+
+            self._packed_view = packed_view(self)
+        return self._packed_view
+
     def actions(self, s):
         role = s[0]
         if role == PRODUCER:

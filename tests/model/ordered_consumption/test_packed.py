@@ -1,0 +1,53 @@
+"""The ordered-consumption model packed for the explorer (model/ordered_consumption/packed.py, issue 36)
+against the readable model it runs: successors and predicates on every reachable state of small
+configurations of every role (the producer, both push consumers with rebalancing, a group of two
+push clients, the simple consumer), and whole searches on every manifest configuration under
+10,000 states (model/engines/action_view.py says why the one-section-per-action successors are the
+model's)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import tomllib
+from importlib.resources import files
+from pathlib import Path
+
+import pytest
+
+from conq.model.engines.registry import load_model
+
+_spec = importlib.util.spec_from_file_location("packed_checks", Path(__file__).parents[1] / "packed_checks.py")
+chk = importlib.util.module_from_spec(_spec)
+sys.modules["packed_checks"] = chk
+_spec.loader.exec_module(chk)
+
+MODEL = "ordered-consumption"
+
+
+def _manifest(limit: int) -> list:
+    doc = tomllib.loads(files("conq.spec").joinpath(f"manifest/{MODEL}.toml").read_text())
+    out = []
+    for r in doc["run"]:
+        item = (r["config"], r.get("overrides") or {})
+        if r.get("states", limit) < limit and not r.get("symmetry") and item not in out:
+            out.append(item)
+    return out
+
+
+@pytest.mark.parametrize("config,overrides", [("producer", {}), ("push-standard-upstream", {}), ("push-fifo-upstream", {}),
+                                             ("push-fifo-shared-group", {"msg_queue": [0], "msg_size": [1]}),
+                                             ("simple-any-queue", {})])
+def test_packed_successors_and_predicates_are_the_models_on_every_reachable_state(config, overrides):
+    n = chk.same_successors_on_every_state(load_model(MODEL, config, overrides), load_model(MODEL, config, overrides))
+    assert n > 100
+
+
+@pytest.mark.parametrize("config,overrides", _manifest(10_000))
+def test_packed_searches_give_the_tuple_searches_counts_verdicts_and_paths(config, overrides):
+    chk.same_searches(lambda: load_model(MODEL, config, overrides))
+
+
+def test_each_role_packs_into_one_machine_word():
+    for config in ("producer", "push-standard", "push-fifo", "simple"):
+        assert load_model(MODEL, config, {}).packed().codec.total_bits <= 64, config
