@@ -198,17 +198,7 @@ def explore_fingerprints(model: Model, max_states, symmetry: bool, progress, box
     except GuardInterrupt:
         watch.delivered = True
         watch.disarm()
-    if watch is not None and watch.stop_reason and not finished:
-        complete = False
-        stop_reason = watch.stop_reason
-    n = min(len(parent), len(via))
-    if not finished:
-        for d in (chk.violated, chk.witnessed):
-            for name in [k for k, idx in d.items() if idx >= n]:
-                del d[name]
-        for d in (chk.violated_step, chk.witnessed_step):
-            for name in [k for k, (src, _k) in d.items() if src >= n]:
-                del d[name]
+    complete, stop_reason, n = _interrupted(chk, watch, finished, complete, stop_reason, parent, via)
     depth = max(levels - 1, 0)  # the deepest level expanded (as the default mode counts)
     t1 = time.perf_counter()
     kept_bytes = seen_old.nbytes + parent.itemsize * len(parent) + via.itemsize * len(via)
@@ -248,9 +238,21 @@ def _explore_packed_levels(model: Model, packed: Any, chk: Any, max_states, prog
     level_sizes = search.level_sizes
     levels = len(level_sizes)
     transitions = search.transitions
+    complete, stop_reason, n = _interrupted(chk, watch, finished, complete, stop_reason, parent, via)
+    depth = max(levels - 1, 0)
+    t1 = time.perf_counter()
+    kept_bytes = search.seen.nbytes + parent.itemsize * len(parent) + via.itemsize * len(via)
+    del search
+    return _fingerprint_exploration(model, chk, n, transitions, depth, complete, stop_reason, parent, via,
+                                    t0, t1, kept_bytes, False, level_sizes)
+
+
+def _interrupted(chk: Any, watch: Any, finished: bool, complete: bool, stop_reason: str, parent: Any,
+                 via: Any) -> tuple[bool, str, int]:
+    """``(complete, stop reason, states)`` after a search that a limit may have interrupted
+    anywhere: what it recorded of states it had not admitted in full is forgotten."""
     if watch is not None and watch.stop_reason and not finished:
-        complete = False
-        stop_reason = watch.stop_reason
+        complete, stop_reason = False, watch.stop_reason
     n = min(len(parent), len(via))
     if not finished:
         for d in (chk.violated, chk.witnessed):
@@ -259,12 +261,7 @@ def _explore_packed_levels(model: Model, packed: Any, chk: Any, max_states, prog
         for d in (chk.violated_step, chk.witnessed_step):
             for name in [k for k, (src, _k) in d.items() if src >= n]:
                 del d[name]
-    depth = max(levels - 1, 0)
-    t1 = time.perf_counter()
-    kept_bytes = search.seen.nbytes + parent.itemsize * len(parent) + via.itemsize * len(via)
-    del search
-    return _fingerprint_exploration(model, chk, n, transitions, depth, complete, stop_reason, parent, via,
-                                    t0, t1, kept_bytes, False, level_sizes)
+    return complete, stop_reason, n
 
 
 def _fingerprint_exploration(model: Model, chk: Any, n: int, transitions: int, depth: int, complete: bool,

@@ -13,6 +13,9 @@ path: the tests run with --import-mode=importlib).
 
 from __future__ import annotations
 
+import tomllib
+from importlib.resources import files
+
 from conq.model.engines.explorer import explore
 from conq.model.engines.packing import memoised_predicate
 from conq.model.kernel import Kind
@@ -59,3 +62,14 @@ def same_searches(load) -> None:
     want = run(as_tuples(load()))
     assert run(load()) == want
     assert run(load(), fingerprints=True)[:4] == want[:4]
+
+
+def manifest_configs(model: str, limit: int) -> list:
+    """The model's manifest configurations (and overrides) of fewer than ``limit`` states, each once."""
+    doc = tomllib.loads(files("conq.spec").joinpath(f"manifest/{model}.toml").read_text())
+    out = []
+    for r in doc["run"]:
+        item = (r["config"], r.get("overrides") or {})
+        if r.get("states", limit) < limit and not r.get("symmetry") and item not in out:
+            out.append(item)
+    return out

@@ -48,20 +48,6 @@ def _same_as_one_process(ex, config, overrides):
     return ex
 
 
-def _descendants(pid: int) -> set[int]:
-    out: set[int] = set()
-    todo = [pid]
-    while todo:
-        for task in Path(f"/proc/{todo.pop()}/task").glob("*"):
-            try:
-                kids = {int(x) for x in (task / "children").read_text().split()}
-            except OSError:
-                continue
-            todo += list(kids - out)
-            out |= kids
-    return out
-
-
 def test_local_two_cores_agree_with_the_one_process_search(tmp_path):
     spark = spark_session("local[2]", app="conq-search-test")
     try:
@@ -76,8 +62,8 @@ def test_local_two_cores_agree_with_the_one_process_search(tmp_path):
         spark.stop()
 
 
-def test_a_standalone_cluster_on_loopback_agrees_and_leaves_nothing(tmp_path):
-    before = _descendants(os.getpid())
+def test_a_standalone_cluster_on_loopback_agrees_and_leaves_nothing(tmp_path, process_tree):
+    before = process_tree(os.getpid())
     with LocalStandalone(cores=2, memory="1g") as cluster:
         assert cluster.url.startswith("spark://127.0.0.1:")
         spark = spark_session(cluster.url, app="conq-search-test", conf={"spark.driver.host": "127.0.0.1",
@@ -91,7 +77,7 @@ def test_a_standalone_cluster_on_loopback_agrees_and_leaves_nothing(tmp_path):
     from pyspark import SparkContext
 
     jvm = getattr(SparkContext._gateway, "proc", None)  # (the gateway JVM stays for this process by design)
-    left = {p for p in _descendants(os.getpid()) - before if jvm is None or p != jvm.pid}
+    left = {p for p in process_tree(os.getpid()) - before if jvm is None or p != jvm.pid}
     left = {p for p in left if Path(f"/proc/{p}").exists() and "Z" not in Path(f"/proc/{p}/stat").read_text().split(")")[-1].split()[:1]}
     assert not left, [Path(f"/proc/{p}/cmdline").read_bytes()[:200] for p in left]
     assert list(tmp_path.iterdir()) == []

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import importlib.util
 import sys
-import tomllib
-from importlib.resources import files
 from pathlib import Path
 
 import pytest
@@ -25,16 +23,6 @@ _spec.loader.exec_module(chk)
 MODEL = "ordered-consumption"
 
 
-def _manifest(limit: int) -> list:
-    doc = tomllib.loads(files("conq.spec").joinpath(f"manifest/{MODEL}.toml").read_text())
-    out = []
-    for r in doc["run"]:
-        item = (r["config"], r.get("overrides") or {})
-        if r.get("states", limit) < limit and not r.get("symmetry") and item not in out:
-            out.append(item)
-    return out
-
-
 @pytest.mark.parametrize("config,overrides", [("producer", {}), ("push-standard-upstream", {}), ("push-fifo-upstream", {}),
                                              ("push-fifo-shared-group", {"msg_queue": [0], "msg_size": [1]}),
                                              ("simple-any-queue", {})])
@@ -43,7 +31,7 @@ def test_packed_successors_and_predicates_are_the_models_on_every_reachable_stat
     assert n > 100
 
 
-@pytest.mark.parametrize("config,overrides", _manifest(10_000))
+@pytest.mark.parametrize("config,overrides", chk.manifest_configs(MODEL, 10_000))
 def test_packed_searches_give_the_tuple_searches_counts_verdicts_and_paths(config, overrides):
     chk.same_searches(lambda: load_model(MODEL, config, overrides))
 

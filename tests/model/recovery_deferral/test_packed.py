@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import importlib.util
 import sys
-import tomllib
-from importlib.resources import files
 from pathlib import Path
 
 import pytest
@@ -24,23 +22,13 @@ _spec.loader.exec_module(chk)
 MODEL = "recovery-deferral"
 
 
-def _manifest(limit: int) -> list:
-    doc = tomllib.loads(files("conq.spec").joinpath(f"manifest/{MODEL}.toml").read_text())
-    out = []
-    for r in doc["run"]:
-        item = (r["config"], r.get("overrides") or {})
-        if r.get("states", limit) < limit and not r.get("symmetry") and item not in out:
-            out.append(item)
-    return out
-
-
 @pytest.mark.parametrize("config", ["reference", "upstream-count-after-enqueue", "upstream-poll-then-deliver"])
 def test_packed_successors_and_predicates_are_the_models_on_every_reachable_state(config):
     n = chk.same_successors_on_every_state(load_model(MODEL, config, {}), load_model(MODEL, config, {}))
     assert n > 100
 
 
-@pytest.mark.parametrize("config,overrides", _manifest(10_000))
+@pytest.mark.parametrize("config,overrides", chk.manifest_configs(MODEL, 10_000))
 def test_packed_searches_give_the_tuple_searches_counts_verdicts_and_paths(config, overrides):
     chk.same_searches(lambda: load_model(MODEL, config, overrides))
 
