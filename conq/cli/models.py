@@ -105,12 +105,13 @@ def check(
                 raise kit.UsageProblem(f"--trace-out {trace_out}: a folder; give a file name")
             if not trace_out.parent.is_dir():
                 raise kit.UsageProblem(f"--trace-out {trace_out}: no folder {trace_out.parent}")
+        # the options that do not go together first: --max-memory with --master is refused whatever conq uses
+        spark = _spark_options(master, partitions, spill_dir, conf, symmetry=symmetry, workers=workers,
+                               max_memory=max_memory)
         if max_memory is not None:
             rss = rss_bytes()
             if rss is not None and rss > max_memory * 2**20:
                 raise kit.UsageProblem(f"--max-memory {max_memory:g}: conq already uses {rss / 2**20:,.0f} MB before the search starts")
-        spark = _spark_options(master, partitions, spill_dir, conf, symmetry=symmetry, workers=workers,
-                               max_memory=max_memory)
         names = list(model_class(model).configs()) if all_configs else [config]
         models = [load_model(model, cname, overrides) for cname in names]  # every configuration validated first
         results = []

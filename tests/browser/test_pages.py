@@ -19,9 +19,14 @@ WAIT = 30  # seconds: a safety net for a loaded machine; every wait ends as soon
 
 
 def _wait(driver, condition, what: str):
+    """Wait until ``condition`` holds.  The page re-renders a state's table when an answer comes
+    in, so an element found a moment before may be replaced: a stale element is one more poll,
+    not a failure (the verdict never depends on how fast the browser is)."""
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.support.ui import WebDriverWait
 
-    return WebDriverWait(driver, WAIT, poll_frequency=0.05).until(condition, message=what)
+    return WebDriverWait(driver, WAIT, poll_frequency=0.05, ignored_exceptions=(StaleElementReferenceException,)).until(
+        condition, message=what)
 
 
 def test_report_viewer_steps_through_the_flag_order_counterexample(tmp_path, browser, screenshot):
@@ -113,4 +118,5 @@ def test_explorer_finds_a_state_by_a_field_value(browser, explorer):
     browser.find_element(By.ID, "search-value").send_keys('"notified"')
     browser.find_element(By.CSS_SELECTOR, "#search button").click()
     _wait(browser, lambda d: d.find_element(By.ID, "message").text.startswith("found after"), "the search")
-    assert browser.find_element(By.CSS_SELECTOR, ".part[data-part='c1'] td[data-field='node']").text == '"notified"'
+    cell = ".part[data-part='c1'] td[data-field='node']"
+    _wait(browser, lambda d: d.find_element(By.CSS_SELECTOR, cell).text == '"notified"', "c1.node shown as notified")

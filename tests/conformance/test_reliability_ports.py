@@ -329,17 +329,23 @@ def test_a_failed_port_is_not_spoken_to_again(port):
     impl.close()
 
 
-def test_port_failures_in_the_suite_are_verdicts(port):
-    """Through run_suite (what `conq conformance` runs): a failure at init is a failure
-    of that trace with its replay command, not a crash of the suite."""
-    from conq.conformance.suite import run_suite
+def test_a_port_that_fails_init_stops_the_suite_once(port):
+    """Through run_suite (what `conq conformance` runs): a port that answers ``init`` with garbage
+    cannot be used, so the suite stops at once with PortUnusable (exit 2 on the command line),
+    naming the request, what was wrong and the port's stderr, and the port is started once, not
+    once per trace (issue 35: 'a port that fails to start ... stops the run at once')."""
+    from conq.conformance.suite import PortUnusable, run_suite
 
     command, state = port
     spec = "stdio:" + command("garbage", "init_ok:1", driver="-", shell=True)
-    res, model = run_suite("consumer-lists", impl_spec=spec, config_name="small", traces=3, length=6)
-    assert [f.result.divergence.kind for f in res.failures] == ["port"]
-    assert res.failures[0].result.divergence.step == 0 and res.traces == 3
-    assert "invalid JSON in response to init" in res.to_json(model)["failures"][0]["divergence"]
+    with pytest.raises(PortUnusable) as caught:
+        run_suite("consumer-lists", impl_spec=spec, config_name="small", traces=3, length=6)
+    message = str(caught.value)
+    assert "bad-reply at init" in message and "invalid JSON in response to init" in message
+    assert "injecting garbage" in message  # the tail of the port's stderr
+    assert not caught.value.unsupported
+    # each fault-port process marks itself in the state folder: one start for three traces
+    assert len([p for p in state.iterdir() if p.name.startswith("port-")]) == 1
 
 
 # -- item 4: size limits ------------------------------------------------------------------------
