@@ -223,7 +223,14 @@ def main(argv: list[str] | None = None) -> int:
         for a, b in sorted(g.edges()):
             print(f"{a} -> {b}")
     if args.dot:
-        args.dot.write_text("digraph conq {\n" + "".join(f'  "{a}" -> "{b}";\n' for a, b in sorted(g.edges())) + "}\n")
+        # a file, not a folder: written whole and never through a link (conformance/output_folder.py),
+        # and only over a graph this command wrote before
+        text = "digraph conq {\n" + "".join(f'  "{a}" -> "{b}";\n' for a, b in sorted(g.edges())) + "}\n"
+        if args.dot.is_symlink() or (args.dot.exists() and not args.dot.read_text(errors="replace").startswith("digraph conq {")):
+            sys.exit(f"error: --dot {args.dot}: exists and is not a graph this command wrote; refusing to overwrite it")
+        from conq.conformance.output_folder import write_atomic
+
+        write_atomic(args.dot, text)
     return 1 if cs or breaches or leaks else 0
 
 

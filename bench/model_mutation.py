@@ -18,6 +18,7 @@ import sys
 import time
 from pathlib import Path
 
+from conq.conformance.output_folder import OutputFolder, OutputRefused
 from conq.model.engines.registry import MODELS
 from conq.mutate import mutate_model, report_rows
 
@@ -28,18 +29,26 @@ def main() -> int:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--out", default="reports")
     args = ap.parse_args()
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    # the one way conq writes an output folder (conformance/output_folder.py): a foreign file there, or
+    # another run writing there, is refused before any work; the reports join what conq wrote before
+    folder = OutputFolder(args.out, command="bench/model_mutation.py", replace=False)
+    try:
+        folder.check()
+        folder.open()
+    except OutputRefused as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     rows = []
-    for model in args.models:
-        t0 = time.perf_counter()
-        rep = mutate_model(model, workers=args.workers, progress=lambda m: print(f"  {m}", file=sys.stderr, flush=True))
-        path = out / f"model-mutation-{model}.json"
-        path.write_text(json.dumps(rep.to_json(), indent=1, default=str) + "\n", encoding="utf-8")
-        rows.append((model, rep, time.perf_counter() - t0, path))
-        for r in report_rows(rep):
-            if r["verdict"] in ("count-only", "crashed", "timeout"):
-                print(f"  {r['verdict']:10s} {r['id']} {r['location']} {r['operator']}: {r['detail']}")
+    with folder:
+        for model in args.models:
+            t0 = time.perf_counter()
+            rep = mutate_model(model, workers=args.workers, progress=lambda m: print(f"  {m}", file=sys.stderr, flush=True))
+            name = f"model-mutation-{model}.json"
+            folder.write(name, json.dumps(rep.to_json(), indent=1, default=str) + "\n")
+            rows.append((model, rep, time.perf_counter() - t0, folder.final / name))
+            for r in report_rows(rep):
+                if r["verdict"] in ("count-only", "crashed", "timeout"):
+                    print(f"  {r['verdict']:10s} {r['id']} {r['location']} {r['operator']}: {r['detail']}")
     print(f"load average {os.getloadavg()[0]:.1f} (1 min)")
     print(f"{'model':22s} {'configs':>7s} {'mutants':>7s} {'killed':>6s} {'count-only':>10s} {'argued':>6s} "
           f"{'equivalent':>10s} {'crashed':>7s} {'score':>6s} {'seconds':>8s}")

@@ -229,13 +229,12 @@ class HtmlReport:
         )
 
     def write(self, target: FsPath) -> FsPath:
-        """Write the page atomically (no partial file on error)."""
+        """Write the page atomically, never through a link (no partial file on error)."""
+        from conq.conformance.output_folder import write_atomic
+
         html = self.render()
         target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_suffix(target.suffix + ".tmp")
-        tmp.write_text(html, encoding="utf-8")
-        tmp.replace(target)
-        return target
+        return write_atomic(target, html)
 
 
 def slim_markdown(report: HtmlReport, html_name: str = "index.html") -> str:

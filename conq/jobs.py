@@ -191,16 +191,26 @@ def main_job(out_dir: Path, *, quick: bool, json_out: bool, console: Console, pr
     the stages' progress lines go to ``progress`` (stderr): a live line on a terminal, a plain line
     every 10 s when piped.  Writes ``index.html`` (the page: every section, counterexample viewer,
     plots), ``summary.md`` (the headline and the table, linking the page) and ``summary.json``."""
+    from conq.conformance.output_folder import OutputFolder
+
     token = _SUBSET.set(subset)
+    # the report folder is shared (conq check --report, the replays nested in it): the run's own files
+    # join what earlier conq runs wrote there; a foreign file, or another run writing there, is refused
+    folder = OutputFolder(out_dir, command="conq run", option="--out", replace=False)
     try:
-        return _main_job(out_dir, quick=quick, json_out=json_out, console=console, progress=progress, emit_json=emit_json)
+        folder.check()
+        with folder:
+            return _main_job(folder, quick=quick, json_out=json_out, console=console, progress=progress,
+                             emit_json=emit_json)
     finally:
         _SUBSET.reset(token)
 
 
-def _main_job(out_dir: Path, *, quick: bool, json_out: bool, console: Console, progress: Console | None,
+def _main_job(folder: Any, *, quick: bool, json_out: bool, console: Console, progress: Console | None,
               emit_json: Callable[[Any], None] | None) -> int:
     from conq.html_report import HtmlReport, slim_markdown
+
+    out_dir = folder.final  # the replays publish their own outputs in it; the page and summary are staged
 
     t0 = time.perf_counter()
     progress = progress or Console(stderr=True, highlight=False)
@@ -235,8 +245,8 @@ def _main_job(out_dir: Path, *, quick: bool, json_out: bool, console: Console, p
         page.add_row(r["stage"], r["subject"], r["result"], r["ok"], r["seconds"], r.pop("anchor", ""))
     ok = all(r["ok"] for r in rows)
     summary = {"ok": ok, "seconds": round(time.perf_counter() - t0, 2), "headline": page.headline(), "rows": rows}
-    html = page.write(out_dir / "index.html")
-    path, _ = write_report(out_dir, "summary", slim_markdown(page, "index.html"), summary)
+    html = out_dir / page.write(folder.staging / "index.html").name
+    path = out_dir / write_report(folder.staging, "summary", slim_markdown(page, "index.html"), summary)[0].name
     if json_out:
         if emit_json is not None:
             emit_json(summary)

@@ -58,12 +58,13 @@ def _badge(v: Verdict, states: int = 0) -> str:
 
 
 def write_report(directory: FsPath, name: str, markdown: str, data: Any) -> tuple[FsPath, FsPath]:
-    """Write ``name.md`` and ``name.json`` atomically (no partial files on error)."""
+    """Write ``name.md`` and ``name.json`` atomically, never through a link (``write_atomic``); the
+    commands write into the staging folder of their output folder (conformance/output_folder.py)."""
+    from conq.conformance.output_folder import write_atomic
+
     directory.mkdir(parents=True, exist_ok=True)
     md = directory / f"{name}.md"
     js = directory / f"{name}.json"
     for target, text in ((md, markdown), (js, json.dumps(data, indent=2, default=str))):
-        tmp = target.with_suffix(target.suffix + ".tmp")
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(target)
+        write_atomic(target, text)
     return md, js

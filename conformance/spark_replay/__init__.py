@@ -64,7 +64,7 @@ from __future__ import annotations
 from . import session
 from .coverage import beyond_explorer, graph_out_of_reach, incidence_in_process, thread_beyond_explorer
 from .job import LAST_JOB, run_replay
-from .output import MARKER, _make_staging, _publish, _write_marker, output_problem, resolve_output
+from .output import MARKER, output_problem, replay_folder, resolve_output
 from .params import BLOCK, ReplayError, ReplayParams, ReplaySummary, stable_hash, target_impl, target_model
 from .rows import CANONICAL, _replay, replay_blocks, replay_one, replay_run
 from .session import (DRIVER_LOG, _KEPT, _stop_spark, close_session, java_problem, master_problem, package_zip,
@@ -73,11 +73,12 @@ from .session import (DRIVER_LOG, _KEPT, _stop_spark, close_session, java_proble
 __all__ = [
     "BLOCK", "CANONICAL", "DRIVER_LOG", "LAST_JOB", "MARKER", "ReplayError", "ReplayParams", "ReplaySummary",
     "beyond_explorer", "close_session", "graph_out_of_reach", "incidence_in_process", "java_problem",
-    "master_problem", "output_problem", "package_zip", "replay_blocks", "replay_one", "replay_run", "resolve_output", "run_replay",
+    "master_problem", "output_problem", "package_zip", "replay_blocks", "replay_folder", "replay_one", "replay_run",
+    "resolve_output", "run_replay",
     "session", "spark_session", "stable_hash", "target_impl", "target_model", "thread_beyond_explorer",
-    # used by the upstream campaign's Spark job (conformance/ordered_consumption/upstream/spark_campaign.py), which
-    # writes its folder as a replay does, and by the tests
-    "_KEPT", "_make_staging", "_publish", "_replay", "_stop_spark", "_write_marker",
+    # used by the upstream campaign's Spark job (conformance/ordered_consumption/upstream/spark_campaign.py)
+    # and by the tests
+    "_KEPT", "_replay", "_stop_spark",
 ]
 
 

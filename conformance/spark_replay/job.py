@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from .coverage import _canonical_keys, _compare_with_graph, _estimate, graph_out_of_reach
-from .output import _make_staging, _publish, _write_marker, resolve_output
+from .output import replay_folder
 from .params import BLOCK, ReplayError, ReplayParams, ReplaySummary, target_impl, target_model
 from .report import _write_outputs
 from . import session
@@ -131,23 +131,25 @@ def run_replay(
         target_impl(params, model).close()  # fail fast on a bad --impl, before Spark starts
     except SuiteError as e:
         raise ReplayError(str(e)) from None
-    final = resolve_output(out)  # refuses an output folder conq may not replace; touches nothing
+    folder = replay_folder(out)
+    folder.check()  # refuses an output folder conq may not replace; touches nothing
     problem = java_problem() or master_problem(master)
     if problem:
         raise ReplayError(problem)
     with sigterm_exits():  # SIGTERM: a clean exit, so the cleanup below runs
-        return _run_replay(params, model, master, final, partitions, truth, conf, say, graph_max_states, legacy,
+        return _run_replay(params, model, master, folder, partitions, truth, conf, say, graph_max_states, legacy,
                            keep_session)
 
 
-def _run_replay(params, model, master, final: Path, partitions, truth, conf, say, graph_max_states=200_000,
+def _run_replay(params, model, master, folder, partitions, truth, conf, say, graph_max_states=200_000,
                 legacy: bool = False, keep_session: bool = False) -> ReplaySummary:
     t0 = time.perf_counter()
     staging: Path | None = None
     tmp: Path | None = None
     started_spark = False
+    final = folder.final
     try:
-        staging = _make_staging(final)
+        staging = folder.open().staging  # the lock, what dead runs left removed, a fresh staging folder
         kept = _kept_session(master, conf)
         if kept is not None:
             # A later replay in a kept session: its JVM, its Python workers (with conq imported and
@@ -220,8 +222,7 @@ def _run_replay(params, model, master, final: Path, partitions, truth, conf, say
         summary.seconds = round(time.perf_counter() - t0, 2)
         summary.out = str(final)
         _write_outputs(staging, summary, growth)
-        _write_marker(staging, complete=True)
-        _publish(staging, final)
+        folder.commit()
         staging = None
         return summary
     except BaseException as e:
@@ -229,8 +230,7 @@ def _run_replay(params, model, master, final: Path, partitions, truth, conf, say
             # no Spark task may write into the staging folder once it is removed
             _stop_spark(hard=isinstance(e, (SystemExit, KeyboardInterrupt)))
             close_session(stopped=True)
-        if staging is not None and not getattr(e, "keep_staging", False):
-            shutil.rmtree(staging, ignore_errors=True)
+        folder.abandon()  # the staging folder (unless the failure keeps it) and the lock
         raise
     finally:
         if tmp is not None:

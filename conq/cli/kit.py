@@ -239,9 +239,10 @@ class UsageProblem(Exception):
 
 
 def _usage_types() -> tuple[type[BaseException], ...]:
+    from conq.conformance.output_folder import OutputRefused
     from conq.conformance.trace import TraceError
 
-    return (UsageProblem, ModelError, CatalogError, TraceError)
+    return (UsageProblem, ModelError, CatalogError, TraceError, OutputRefused)
 
 
 def write_json(data: Any) -> None:

@@ -91,13 +91,19 @@ def check(
     when every result is as expected, 1 otherwise, and the last line says which."""
 
     def body() -> int:
-        from conq.model.engines.explorer import explore, rss_bytes
+        from conq.model.engines.explorer import rss_bytes
         from conq.model.engines.registry import load_model, model_class
-        from conq.progress import Progress
 
         overrides = kit.parse_sets(set_)
+        folder = None
         if report is not None:
+            from conq.conformance.output_folder import OutputFolder
+
             kit.check_output_dir(report, "--report")
+            # a report folder is shared (several checks, conq run): the report's files join what
+            # earlier conq runs wrote there; a foreign file, or another run writing there, is exit 2
+            folder = OutputFolder(report, command="conq check", option="--report", replace=False)
+            folder.check()
         if trace_out is not None:
             if all_configs:
                 raise kit.UsageProblem("--trace-out writes one counterexample: not with --all-configs")
@@ -114,6 +120,15 @@ def check(
                 raise kit.UsageProblem(f"--max-memory {max_memory:g}: conq already uses {rss / 2**20:,.0f} MB before the search starts")
         names = list(model_class(model).configs()) if all_configs else [config]
         models = [load_model(model, cname, overrides) for cname in names]  # every configuration validated first
+        if folder is None:
+            return _check(model, names, models, overrides, spark, None)
+        with folder:  # the lock held for the whole run: a second run into the same folder is refused
+            return _check(model, names, models, overrides, spark, folder)
+
+    def _check(model, names, models, overrides, spark, folder) -> int:
+        from conq.model.engines.explorer import explore
+        from conq.progress import Progress
+
         results = []
         worst = kit.EXIT_OK
         markdown = []
@@ -181,10 +196,10 @@ def check(
         if page is not None:
             from conq.report import write_report
 
-            md, _ = write_report(report, f"check-{Path(model).stem}", "\n".join(markdown), results)
-            html = page.write(report / f"check-{Path(model).stem}.html")
+            md, _ = write_report(folder.staging, f"check-{Path(model).stem}", "\n".join(markdown), results)
+            html = page.write(folder.staging / f"check-{Path(model).stem}.html")
             if not json_out:
-                kit.out.print(f"report: {html} (and {md.name})")
+                kit.out.print(f"report: {folder.final / html.name} (and {md.name})")
         if json_out:
             kit.emit_json(results if all_configs else results[0])
         elif line:

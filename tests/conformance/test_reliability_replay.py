@@ -88,14 +88,14 @@ def test_the_cli_refuses_with_exit_2_and_says_so(tmp_path):
 
 def _fake_run(final: Path, files: dict[str, str]) -> None:
     """What a run does with its output folder, without Spark."""
-    staging = spark_replay._make_staging(final)
+    folder = spark_replay.replay_folder(final).open()
+    staging = folder.staging
     assert staging.parent == final.parent and staging.name.startswith(f"{final.name}.partial-")
     assert json.loads((staging / spark_replay.MARKER).read_text())["complete"] is False
     for rel, text in files.items():
         (staging / rel).parent.mkdir(parents=True, exist_ok=True)
         (staging / rel).write_text(text)
-    spark_replay._write_marker(staging, complete=True)
-    spark_replay._publish(staging, final)
+    folder.commit()
     assert not staging.exists()
 
 
@@ -114,10 +114,13 @@ def test_a_previous_conq_output_is_replaced_whole_and_nothing_else_ever_is(tmp_p
     with pytest.raises(ReplayError, match=r"also holds 1 file\(s\) conq did not write \(traces/my-notes.txt\)"):
         spark_replay.resolve_output(final)
     # ... and if that happens while a run is under way, the run does not replace it either
-    staging = spark_replay._make_staging(final)
-    with pytest.raises(ReplayError, match="changed during the run") as e:
-        spark_replay._publish(staging, final)
-    assert getattr(e.value, "keep_staging", False) and staging.exists()
+    folder = spark_replay.replay_folder(tmp_path / "out")
+    folder.final = final  # checked before the file was added: the run is under way
+    folder._lock(final)
+    folder.staging = Path(tempfile.mkdtemp(dir=final.parent, prefix="out.partial-"))
+    with pytest.raises(ReplayError, match="changed during the run"):
+        folder.commit()
+    assert folder.keep_staging and list(tmp_path.glob("out.partial-*"))
     assert (final / "traces" / "my-notes.txt").read_text() == "mine" and (final / "summary.json").read_text() == "2"
 
 
@@ -164,6 +167,7 @@ spark_replay.run_replay(p, master="local[1]", out=Path(sys.argv[1]), say=lambda 
 '''
 
 
+@pytest.mark.timeout(1800)  # safety net: the caps inside add up to more than the default 600 s
 def test_sigterm_leaves_no_partial_folder_nor_zip(tmp_path):
     script = tmp_path / "run.py"
     script.write_text(SIGTERMED)
@@ -173,10 +177,10 @@ def test_sigterm_leaves_no_partial_folder_nor_zip(tmp_path):
     proc = subprocess.Popen([sys.executable, str(script), str(out), TOY, f"driver:{DRIVERS}:AddDriver"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "TMPDIR": str(zips)})
     try:
-        assert proc.stdout.readline() == "spark started\n", proc.communicate(timeout=60)
+        assert proc.stdout.readline() == "spark started\n", proc.communicate(timeout=600)
         assert list(zips.glob("conq-replay-*"))  # the package zip's folder exists
         proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=60)
+        _, err = proc.communicate(timeout=600)  # safety caps: stopping Spark takes seconds quiet, minutes at load 20+
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -214,6 +218,7 @@ def _alive(pid: int) -> bool:
 
 @pytest.mark.spark
 @pytest.mark.slow
+@pytest.mark.timeout(1800)  # safety net: the caps inside add up to more than the default 600 s
 def test_sigterm_during_a_spark_replay_leaves_nothing_behind(tmp_path):
     if spark_replay.java_problem():
         pytest.skip(spark_replay.java_problem())
@@ -227,13 +232,13 @@ def test_sigterm_during_a_spark_replay_leaves_nothing_behind(tmp_path):
     )
     try:
         # Spark is writing traces/ into the partial folder (the replay job is under way)
-        wait_for(lambda: list(tmp_path.glob("out.partial*/traces")) or conq.poll() is not None, 240,
+        wait_for(lambda: list(tmp_path.glob("out.partial*/traces")) or conq.poll() is not None, 900,
                  "the replay job to start writing")
         assert conq.poll() is None, conq.communicate()
         assert list(zips.glob("conq-replay-*/conq-pkg.zip"))
         family = _descendants(conq.pid)  # the JVM, Spark's Python workers
         conq.send_signal(signal.SIGTERM)
-        _, err = conq.communicate(timeout=180)
+        _, err = conq.communicate(timeout=600)
     finally:
         if conq.poll() is None:
             conq.kill()

@@ -18,6 +18,7 @@ from typing import Any, Callable
 from conq.conformance.ordered_consumption.upstream.coverage import campaign_coverage, coverage_by_config
 from conq.conformance.ordered_consumption.upstream.runner import CLIENT, CLIENT_VERSION, run
 from conq.conformance.ordered_consumption.upstream.workloads import Workload
+from conq.conformance.output_folder import OutputFolder, write_atomic
 
 __all__ = ["aggregate", "revalidate", "run_campaign", "seed_record", "write_report"]
 
@@ -141,26 +142,34 @@ _ENDED = ("settled", "stall", "worker-exited")
 def write_report(out: str | Path, report: dict) -> None:
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "summary.json").write_text(json.dumps(report, indent=1, sort_keys=True, default=str) + "\n")
-    (out / "report.md").write_text(_markdown(report))
+    write_atomic(out / "summary.json", json.dumps(report, indent=1, sort_keys=True, default=str) + "\n")
+    write_atomic(out / "report.md", _markdown(report))
 
 
 def run_campaign(w: Workload | list, seeds: list[int], out: str | Path, *, cap: float = 120.0,
                  progress: Callable[[str], None] | None = None) -> dict:
-    """Every seed of every workload (``w`` one or a list), one report (``aggregate``)."""
-    out = Path(out)
+    """Every seed of every workload (``w`` one or a list), one report (``aggregate``).  The output
+    folder ``out`` is written the one way (conformance/output_folder.py): refused before any run
+    if it holds anything conq did not write (:class:`OutputRefused`), staged, and replaced as a
+    whole at the end, so an interrupted campaign leaves the previous output as it was."""
     ws = list(w) if isinstance(w, (list, tuple)) else [w]
     records = []
-    for x in ws:
-        for seed in seeds:
-            r = run(x, seed, out=out / "traces", cap=cap)
-            rec = seed_record(r, x)
-            records.append(rec)
-            if progress:
-                progress(f"{x.name} seed {seed}: {rec['end']}, {rec['rpc_total']} RPCs, {rec['faults_injected']} faults, "
-                         f"{len(rec['divergences'])} divergence(s), validation {(rec['validation'] or {}).get('status')}")
-    report = aggregate(ws if len(ws) > 1 else ws[0], records)
-    write_report(out, report)
+    with OutputFolder(out, command="conq upstream", option="--out", replace=True) as folder:
+        staging, final = folder.staging, folder.final
+        for x in ws:
+            for seed in seeds:
+                r = run(x, seed, out=staging / "traces", cap=cap)
+                rec = seed_record(r, x)
+                records.append(rec)
+                if progress:
+                    progress(f"{x.name} seed {seed}: {rec['end']}, {rec['rpc_total']} RPCs, {rec['faults_injected']} "
+                             f"faults, {len(rec['divergences'])} divergence(s), validation "
+                             f"{(rec['validation'] or {}).get('status')}")
+        # the records name the traces where they will be once the folder is published
+        records = json.loads(json.dumps(records, default=str).replace(json.dumps(str(staging))[1:-1],
+                                                                      json.dumps(str(final))[1:-1]))
+        report = aggregate(ws if len(ws) > 1 else ws[0], records)
+        write_report(staging, report)
     return report
 
 

@@ -40,6 +40,7 @@ from typing import Callable
 from conq.conformance.ordered_consumption.upstream.campaign import aggregate, seed_record, write_report
 from conq.conformance.ordered_consumption.upstream.coverage import coverage_rows
 from conq.conformance.ordered_consumption.upstream.workloads import Workload
+from conq.conformance.output_folder import write_atomic
 
 __all__ = ["COVERAGE_DDL", "DIVERGENCE_DDL", "RUN_DDL", "run_spark_campaign", "run_seeds"]
 
@@ -95,28 +96,29 @@ def run_spark_campaign(w: Workload, seeds: list[int], out: str | Path, *, master
     or environment (no Java, an unreachable master, an output folder conq may not replace) is a
     ``ReplayError`` raised before any work."""
     from conq.conformance.adapters import sigterm_exits
-    from conq.conformance.spark_replay import ReplayError, java_problem, master_problem, resolve_output
+    from conq.conformance.spark_replay import ReplayError, java_problem, master_problem, replay_folder
 
     if not seeds:
         raise ReplayError("--seeds: at least one seed")
-    final = resolve_output(Path(out))  # refuses a folder conq may not replace; touches nothing
+    folder = replay_folder(Path(out), command="conq upstream")
+    folder.check()  # refuses a folder conq may not replace; touches nothing
     problem = java_problem() or master_problem(master)
     if problem:
         raise ReplayError(problem)
     with sigterm_exits():  # SIGTERM: a clean exit, so the cleanup below runs
-        return _run(w, seeds, final, master, partitions, cap, say)
+        return _run(w, seeds, folder, master, partitions, cap, say)
 
 
-def _run(w: Workload, seeds: list[int], final: Path, master: str, partitions: int | None, cap: float, say) -> dict:
-    from conq.conformance.spark_replay import (_make_staging, _publish, _stop_spark, _write_marker, close_session,
-                                               package_zip, spark_session)
+def _run(w: Workload, seeds: list[int], folder, master: str, partitions: int | None, cap: float, say) -> dict:
+    from conq.conformance.spark_replay import _stop_spark, close_session, package_zip, spark_session
 
     t0 = time.perf_counter()
     staging: Path | None = None
     tmp: Path | None = None
     started = False
+    final = folder.final
     try:
-        staging = _make_staging(final)
+        staging = folder.open().staging
         tmp = Path(tempfile.mkdtemp(prefix="conq-upstream-spark-"))
         say(f"starting Spark ({master})")
         # a session a replay of this process kept (conq run) is stopped through its owner, which
@@ -137,7 +139,7 @@ def _run(w: Workload, seeds: list[int], final: Path, master: str, partitions: in
         for seed, text, files in sorted(got):
             records.append(json.loads(text.replace(TRACES, json.dumps(str(final / "traces"))[1:-1])))
             for name, body in json.loads(files).items():
-                (traces / name).write_text(body)
+                write_atomic(traces / name, body)
         if sorted(r["seed"] for r in records) != sorted(seeds):
             raise RuntimeError(f"the Spark job returned seeds {sorted(r['seed'] for r in records)}, not {sorted(seeds)}")
         report = aggregate(w, records)
@@ -149,16 +151,14 @@ def _run(w: Workload, seeds: list[int], final: Path, master: str, partitions: in
                            "seconds": round(time.perf_counter() - t0, 2), "tables": ["runs", "divergences", "coverage"],
                            "out": str(final)}
         write_report(staging, report)
-        _write_marker(staging, complete=True)
-        _publish(staging, final)
+        folder.commit()
         staging = None
         return report
     except BaseException as e:
         if started:
             # no Spark task may write into the staging folder once it is removed
             _stop_spark(hard=isinstance(e, (SystemExit, KeyboardInterrupt)))
-        if staging is not None and not getattr(e, "keep_staging", False):
-            shutil.rmtree(staging, ignore_errors=True)
+        folder.abandon()  # the staging folder (unless the failure keeps it) and the lock
         raise
     finally:
         if tmp is not None:
