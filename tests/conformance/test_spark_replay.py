@@ -83,6 +83,7 @@ def test_bad_inputs_fail_before_spark_starts(tmp_path):
     assert not (tmp_path / "x").exists() and not (tmp_path / "x.partial").exists()
 
 
+@pytest.mark.timeout(1800)  # a safety net over 10x the quiet time (the heaviest Spark tests: 223 s / 158 s at load 20)
 def test_local_cluster_runs_the_shipped_package(tmp_path):
     """Executors are separate JVMs with their own Python workers; the conq
     code they run comes from the zip the job ships."""
@@ -214,6 +215,7 @@ def test_fingerprint_coverage_is_identical_across_partitionings_without_the_grap
     assert json.loads((tmp_path / "one" / "summary.json").read_text())["state_estimate"]["observed"] == 8
 
 
+@pytest.mark.timeout(1800)  # a safety net over 10x the quiet time (the heaviest Spark tests: 223 s / 158 s at load 20)
 def test_new_job_equals_the_legacy_job(tmp_path):
     """Issue 20: the job in three Spark jobs with the summary read from its Parquet gives the same
     tables, summary and report as the legacy job (eight summary queries, a sorted shuffle), on a

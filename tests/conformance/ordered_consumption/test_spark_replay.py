@@ -11,6 +11,7 @@ from conq.conformance.spark_replay import ReplayParams, run_replay
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 
+@pytest.mark.timeout(1800)  # a safety net over 10x the quiet time (147 s at load 20)
 def test_replay_of_the_fifo_push_consumer_conforms_and_covers_every_call(tmp_path):
     from conq.conformance.views import conformance_model
     from conq.model.engines.explorer import explore
