@@ -17,8 +17,11 @@ hand-off and sees the feed thread wait.  So this view adds that state:
 * ``feed(p)`` whose queue ``q`` is full (``on_queue_full = block``) observes ``("blocked", q,
   counted)``: the feed thread waits; no other ``feed`` (nor upstream's ``track``) is enabled until it
   is released;
+* the state it waits in is the model's ``receive(p)``, the first half of its ``feed(p)``: the event
+  has arrived (``fed`` counts it) but is in no queue yet;
 * the ``run(q)`` that makes room on ``q`` releases it: the step is the model's ``run(q)`` followed by
-  the model's ``feed(p)`` onto ``q``, observed as ``("listener", e, ("queued", q))``;
+  the model's ``hand_off`` of the event onto ``q`` (the second half of ``feed(p)``), observed as
+  ``("listener", e, ("queued", q))``;
 * an error about no event (any queue) may block on a full queue while another has room (the
   implementation picks the queue first, then waits): ``("blocked", q, counted)`` for each full
   candidate.
@@ -30,6 +33,15 @@ first case, in the snapshot and in a ``poll`` of that context, which then does n
 while blocked is safe either way: no worker can see the task before it is enqueued.  (The driver
 reads ``counted`` off the tracker; it is in the observation so that an action and its observation
 determine the next state, as the explorer's paths need.)
+
+With ``late_initiation`` the waiting event may be the first resent event of a recovery whose
+onRecoveryInitiated has not come yet (DEV-032).  Its arrival (``receive``) has already done what the
+model's ``feed`` does on the SDK's side: the SDK is in that recovery's epoch (its status callbacks may
+come again) and the listener knows the recovery from its event (``newest``), counted or not -- so
+while the feed thread waits, a poll of an older recovery's deferred up finds it superseded, an up the
+SDK sends is tied to the new recovery (and held back by the waiting event, which counts as not fed:
+``up_after_events``), and the late onRecoveryInitiated is ``"forwarded-late"``.  (issue 32: before,
+this view had no state for that wait, and the driver refused the hand-off instead.)
 
 States are ``(model state, blocked)`` with ``blocked`` None or ``(producer, event, queue, counted)``.
 Every model state is a state of this view and the view's ``always`` and ``sometimes`` properties are
@@ -65,8 +77,7 @@ _DEFERRED = (PENDING, STALE, DUE)
 #: where each field sits in a model state (read by name: the model's state may grow)
 _F = {f: i for i, f in enumerate(getattr(_state, "FIELDS", (
     "fed", "queues", "running", "status", "pending", "entries", "slot", "rec", "notes", "sched", "backlog")))}
-FED, QUEUES, RUNNING, PENDING_COUNTS, SLOT, REC, NOTES = (
-    _F[f] for f in ("fed", "queues", "running", "pending", "slot", "rec", "notes"))
+QUEUES, RUNNING, PENDING_COUNTS, REC, NOTES = (_F[f] for f in ("queues", "running", "pending", "rec", "notes"))
 UPCTX = _F.get("upctx")
 
 
@@ -111,22 +122,35 @@ class RecoveryDeferralCalls(Model):
         return found
 
     def _blocked_outcomes(self, s, p: int) -> list[tuple]:
-        """``feed(p)`` when the feed thread has to wait: one outcome per full candidate queue."""
+        """``feed(p)`` when the feed thread has to wait: one outcome per full candidate queue.  The
+        state it waits in is the model's ``receive`` (the event arrived: ``fed`` counts it, and the
+        first resent event of a recovery not initiated yet has started the SDK's epoch of that
+        recovery and made it known to the listener, ``late_initiation``); the model's ``hand_off``
+        follows when a worker makes room (:meth:`_release`)."""
         b, c = self.base, self.config
-        fed, queues, slot, rec = s[FED], s[QUEUES], s[SLOT], s[REC]
-        if not c.enabled or c.on_queue_full is not OnQueueFull.BLOCK or slot != -1 or fed[p] >= len(b.script[p]):
+        if not c.enabled or c.on_queue_full is not OnQueueFull.BLOCK:
             return []
-        e = b.script[p][fed[p]]
-        if b.ev_rec[e] > rec[p] or (b.ev_error[e] and not c.handle_errors_async):
+        got = b.receive(s, p)
+        if got is None:
             return []
+        e, arrived = got
+        if b.ev_error[e] and not c.handle_errors_async:
+            return []
+        queues = s[QUEUES]
         x = b.ev_ctx[e]
         counts = (1, 0) if x >= 0 and c.count_before_enqueue else (0,)
         return [
-            (("feed", p), ("blocked", q, counted), (s, (p, e, q, counted)))
+            (("feed", p), ("blocked", q, counted), (arrived, (p, e, q, counted)))
             for q in b.ev_queues[e]
             if len(queues[q]) >= c.queue_size
             for counted in counts
         ]
+
+    def _release(self, t, blk) -> list[tuple]:
+        """The waiting hand-off of ``blk`` completed onto its queue, from model state ``t`` (room made
+        there): ``[(("queued", q), next state)]``."""
+        _p, e, q, _counted = blk
+        return [(o, t2) for o, t2 in self.base.hand_off(t, e) if o == ("queued", q)]
 
     def _compose(self, vs):
         s, blk = vs
@@ -151,9 +175,8 @@ class RecoveryDeferralCalls(Model):
             for o, t in by_action.get(a, ()):
                 if name == "run" and a[1] == q:
                     # room on q: the waiting hand-off completes onto q
-                    for o2, t2 in b.step(t, ("feed", p)):
-                        if o2 == ("queued", q):
-                            out.append((a, (o[0], o[1], o2), (t2, None)))
+                    for o2, t2 in self._release(t, blk):
+                        out.append((a, (o[0], o[1], o2), (t2, None)))
                     continue
                 if name == "poll" and counted and polled_context(b, s, a[1], a[2]) == x:
                     # the waiting event is counted: its context reads one more, nothing is delivered

@@ -60,7 +60,7 @@ import time
 from typing import Any, Callable
 
 from conq.impl.recovery_deferral import ConcurrentListener, ConcurrentListenerConfig, ErrorEvent, FeedEvent
-from conq.impl.recovery_deferral.events import RecoveryContext, queue_index, stable_hash
+from conq.impl.recovery_deferral.events import queue_index
 from conq.impl.scheduling import REAL
 from conq.impl.recovery_deferral.demux import NotRunnable
 from conq.impl.recovery_deferral.global_listener import DEFERRED, SUPERSEDED
@@ -74,7 +74,7 @@ REFERENCE_SWITCHES = {
     "on_queue_full": "block", "no_context_producer_up": "forward", "error_routing": "by_event",
     "index_mod": "floor", "count_before_enqueue": True, "track_error_tasks": True,
     "down_cancels_deferred_up": True, "replace_deferred": False, "poll_then_deliver": False,
-    "forward_initiated_at_once": True, "new_recovery_supersedes": True,
+    "forward_initiated_at_once": True, "new_recovery_supersedes": True, "correlate_with_events": True,
 }
 #: safety cap of every wait for the implementation (reaching it is an error, never a verdict)
 CAP = 30.0
@@ -217,7 +217,9 @@ class RecoveryDeferralDriver:
         # the environment's bookkeeping: what the driver has made the SDK do
         self.fed = [0] * self.producers  # events handed to the listener, per producer
         self.rec = [0] * self.producers  # recoveries initiated
-        self.sent: list[set[int]] = [set() for _ in range(self.producers)]  # callbacks of the epoch
+        #: per producer, the status callbacks the SDK made in its current epoch: callback -> the SDK's
+        #: recovery when it made it
+        self.sent: list[dict[int, int]] = [{} for _ in range(self.producers)]
         self.blocked: _Helper | None = None  # the feed thread waiting for room, and on what
         self.blocked_event = -1
         self.workers: dict[int, list[_Helper]] = {q: [] for q in range(self.queues)}
@@ -342,12 +344,6 @@ class RecoveryDeferralDriver:
         ds = [d for d in self.glob.deferrals(p + 1) if d.state == DEFERRED and (context is None or d.context == context)]
         return {k for k, kind in enumerate(self.callbacks) if any(_kind_of(d) == kind for d in ds)}
 
-    def _would_wait(self, e: int) -> bool:
-        """Event ``e`` would make the feed thread wait for room: every queue it may go to is full."""
-        m = self.events[e][1]
-        full = [len(tasks) >= self.queue_size for tasks in self.feed.pool_snapshot().queues]
-        return all(full) if m < 0 else full[m % self.queues]
-
     def _do_feed(self, p: int) -> Any:
         if not 0 <= p < self.producers:
             raise KeyError(f"no producer {p}")
@@ -359,16 +355,12 @@ class RecoveryDeferralDriver:
         er = self._recovery_of(self.events[e][2])
         if er > self.rec[p] + (1 if self.late else 0):
             raise ActionRejected(f"event {e} is resent by a recovery of producer {p} that was not initiated yet")
-        if self.late and er > self.rec[p] and self.enabled and self._would_wait(e):
-            # the call-level view composes a feed thread waiting for room only for an event whose recovery
-            # was initiated (calls.py ``_blocked_outcomes``): the environment does not hand the feed thread
-            # a late recovery's event while its queue is full (found by a probe, issue 35: the view has no
-            # state for that wait and its epoch change; left to the view's owner, spec/deviations.md DEV-032)
-            raise ActionRejected(f"event {e} of a recovery not initiated yet would wait for room on a full queue")
         if self.late and er > self._sdk(p):
             # the first resent event of the next recovery: the SDK is in its epoch now, its status callbacks
-            # may come again (those still deferred from the epoch before keep their place)
-            self.sent[p] &= self._deferred_kinds(p)
+            # may come again (those still deferred from the epoch before keep their place) -- whether the
+            # hand-off then queues the event or waits for room (calls.py: the model's ``receive``)
+            still = self._deferred_kinds(p)
+            self.sent[p] = {k: r for k, r in self.sent[p].items() if k in still}
         item = self.items[e]
         method = self.feed.on_error if isinstance(item, ErrorEvent) else self.feed.on_event
         before = self.cl.tracker.pending(item.context)
@@ -440,8 +432,9 @@ class RecoveryDeferralDriver:
             raise ActionRejected(f"producer {p} has no more recoveries")
         r = self.rec[p] + 1
         late = self.late and self._sdk(p) >= r  # its events came first: the SDK's call is a late one
-        # a new epoch of status callbacks -- but an up of this recovery that came first stays (DEV-032)
-        keep = self._deferred_kinds(p, RecoveryContext(p + 1, r)) if late else set()
+        # a new epoch of status callbacks -- unless its events came first: then the SDK has been in this
+        # recovery's epoch since its first event, and what it sent since stays sent (DEV-032)
+        keep = {k: x for k, x in self.sent[p].items() if x == r} if late else {}
         mark = len(self.calls)
         try:
             self.glob.on_recovery_initiated(p + 1, r)
@@ -449,7 +442,7 @@ class RecoveryDeferralDriver:
             return ("raised", f"{type(e).__name__}: {e}")
         finally:
             self.rec[p] = r
-            self.sent[p] &= keep
+            self.sent[p] = keep
         calls = self.calls[mark:]
         return ("forwarded-late" if late else "forwarded") if calls == [("recovery", p, r)] else ("customer", *calls)
 
@@ -479,7 +472,7 @@ class RecoveryDeferralDriver:
         except Exception as e:  # noqa: BLE001
             return ("raised", f"{type(e).__name__}: {e}")
         finally:
-            self.sent[p].add(k)
+            self.sent[p][k] = r  # sent in the epoch of the SDK's recovery r
         calls = self.calls[mark:]
         if calls == [("callback", p, kind)]:
             return "forwarded"
@@ -512,7 +505,7 @@ class RecoveryDeferralDriver:
             return ("customer", *calls)
         d = next(d for d in self.glob.deferrals(p + 1) if d.seq == seq)
         if d.state == SUPERSEDED:
-            self.sent[p].discard(k)  # in the newer recovery's epoch: the SDK may call it again
+            self.sent[p].pop(k, None)  # in the newer recovery's epoch: the SDK may call it again
             return "superseded"  # a newer recovery's events came before its initiation (DEV-032)
         if d.state != DEFERRED:
             return ("not-delivered", d.state)

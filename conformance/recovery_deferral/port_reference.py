@@ -30,9 +30,17 @@ A port keeps (ids from 0; model producer `p`, queue `q`, callback index `k` into
   `kind = -(r+1)`, `r >= 1`;
 - per producer, `rec(p)`: the request id of its stored recovery (0: none yet; at most
   `config.recoveries`);
+- per producer, `known(p)`: the newest recovery of `p` the listener knows: `rec(p)`, or a newer one
+  one of whose resent events the feed thread has received (an event's recovery: `kind` when `kind >= 1`,
+  `r` when `kind = -(r+1)`). Only `config.late_initiation` makes them differ: the SDK calls
+  `onRecoveryInitiated` only once its HTTP request was answered, while the feed resends the recovery's
+  events -- and its up -- at once, so recovery `rec(p) + 1`'s events may come first (spec/deviations.md
+  DEV-032); without it `known(p) = rec(p)`;
 - per producer and callback `k`, in the producer's current recovery epoch: `not-sent`, `deferred`
   (waiting for its context to drain), `delivered` (the customer got it), `cancelled` (a newer Down
-  status cancelled it); and the context a deferred callback was correlated with when it arrived;
+  status cancelled it); and the recovery it was correlated with when the SDK made it (`known(p)` at
+  that moment, for an up and a Down alike). The epoch of recovery `r` begins with `r`'s
+  `onRecoveryInitiated` or, when its resent events come first, with the first of them;
 - the **feed thread**: running, or waiting for room on a full queue with one event (see `feed`).
 
 The *up* callbacks are `ProducerUp`, `FirstRecoveryCompleted`, `ProcessingQueDelayStabilized` and
@@ -44,18 +52,29 @@ _RD_CALLS = (
     Call(
         "recover", (("p", "producer"),),
         "`rec(p) < config.recoveries`",
-        "The SDK's `onRecoveryInitiated` for producer `p`'s next recovery: `rec(p) += 1` (the stored "
-        "RecoveryContext is now `p<p>/r<rec(p)>`); a new recovery epoch starts: every callback of `p` is "
-        "`not-sent` again, and any callback of `p` still deferred is cancelled (it will never be delivered). "
-        "The customer's `onRecoveryInitiated` is called at once, on the calling thread.",
-        "`\"forwarded\"`",
+        "The SDK's `onRecoveryInitiated` for producer `p`'s next recovery `r = rec(p) + 1`: `rec(p) = r` (the "
+        "stored RecoveryContext is now `p<p>/r<r>`). Usually a new recovery epoch starts: every callback of `p` is "
+        "`not-sent` again, and any callback of `p` still deferred is superseded (it will never be delivered). A "
+        "*late* initiation (`known(p) >= r` before the call: `r`'s resent events came first, only with "
+        "`config.late_initiation`) does not start an epoch, `r`'s began with its first event: a callback of `p` "
+        "correlated with `r` keeps its state (an up of `r` deferred before this call stays deferred, and is "
+        "delivered after it), every other one is `not-sent` again, a deferred one superseded. The customer's "
+        "`onRecoveryInitiated` is called at once, on the calling thread: `\"forwarded\"`, or "
+        "`\"forwarded-late\"` for a late one.",
+        "`\"forwarded\"` or `\"forwarded-late\"`",
     ),
     Call(
         "feed", (("p", "producer"),),
         "producer `p` has an event left (`fed(p)` is less than its number of events), that event's "
-        "recovery was initiated (a `kind` `k >= 1` or `-(k+1)` needs `rec(p) >= k`), and the feed thread "
-        "is not waiting for room",
-        "The feed thread receives `p`'s next event `e` (`fed(p) += 1`). With `config.enabled: false` "
+        "recovery was initiated (a `kind` `k >= 1` or `-(k+1)` needs `rec(p) >= k`) or, with "
+        "`config.late_initiation`, is the next one (`k <= rec(p) + 1`: the SDK starts a recovery only after "
+        "it called the previous one's `onRecoveryInitiated`), and the feed thread is not waiting for room",
+        "The feed thread receives `p`'s next event `e` (`fed(p) += 1`). If `e` is resent by a recovery newer "
+        "than `known(p)` (only with `config.late_initiation`: its `onRecoveryInitiated` has not come yet), its "
+        "arrival starts that recovery's epoch: `known(p)` is now `e`'s recovery, and every callback of `p` that "
+        "is not deferred is `not-sent` again (a deferred one stays, correlated with its older recovery, until a "
+        "`poll` or the initiation supersedes it); this happens when the event is received, before it is queued "
+        "or waits for room. With `config.enabled: false` "
         "(legacy), or for an error event with `config.handle_errors_async: false`, the customer's listener "
         "is called with `e` on the feed thread: `[\"feed-thread\", e]`. Otherwise `e` goes to its queue `q`: "
         "if `q` has room, `e` is counted in the tracker under its context and appended to `q`: "
@@ -69,16 +88,17 @@ _RD_CALLS = (
     ),
     Call(
         "status", (("p", "producer"), ("k", "index into `config.callbacks`")),
-        "callback `k` is `not-sent` in `p`'s current epoch; `rec(p) > 0`, unless "
-        "`config.callbacks_without_recovery`; an up callback with `config.up_after_events` and `rec(p) > 0` only "
-        "once every event of `p` in the context `p<p>/r<rec(p)>` (kind `rec(p)` or `-(rec(p)+1)`) has been fed, "
-        "where the event the feed thread waits with (for room on a full queue) counts as not fed yet: a waiting "
-        "event of `p`'s current recovery holds the up back, another producer's waiting event does not",
-        "The SDK's `onProducerStatusChange` (or `onProducerUp`) with status `config.callbacks[k]`. A Down is "
-        "forwarded to the customer at once and cancels `p`'s deferred callbacks: `\"forwarded\"`. An up "
-        "callback is correlated with `p`'s stored context: with no recovery yet (`rec(p) == 0`) it is "
-        "forwarded at once, `\"forwarded\"`; otherwise it is **deferred** until that context's pending count "
-        "reads 0 (see `poll`): `\"deferred\"`. With `config.enabled: false` every status is forwarded at once.",
+        "callback `k` is `not-sent` in `p`'s current epoch; `known(p) > 0`, unless "
+        "`config.callbacks_without_recovery`; an up callback with `config.up_after_events` and `known(p) > 0` "
+        "only once every event of `p` in the context `p<p>/r<known(p)>` (kind `known(p)` or `-(known(p)+1)`) has "
+        "been fed, where the event the feed thread waits with (for room on a full queue) counts as not fed yet: a "
+        "waiting event of that recovery holds the up back, another producer's waiting event does not",
+        "The SDK's `onProducerStatusChange` (or `onProducerUp`) with status `config.callbacks[k]`, correlated "
+        "with `known(p)` (the callback records it). A Down is forwarded to the customer at once and cancels "
+        "`p`'s deferred callbacks: `\"forwarded\"`. An up callback with no recovery known yet (`known(p) == 0`) "
+        "is forwarded at once, `\"forwarded\"`; otherwise it is **deferred** until its recovery's pending count "
+        "reads 0 and its `onRecoveryInitiated` has come (see `poll`): `\"deferred\"`. With "
+        "`config.enabled: false` every status is forwarded at once.",
         "`\"forwarded\"` or `\"deferred\"`",
     ),
     Call(
@@ -100,12 +120,18 @@ _RD_CALLS = (
     Call(
         "poll", (("p", "producer"), ("k", "index into `config.callbacks`")),
         "callback `k` of `p` is `deferred` (not delivered, not cancelled)",
-        "One run of the deferred task: it reads the pending count of the context the callback was correlated "
-        "with when it arrived (not `p`'s current one). If it reads 0, the callback is delivered to the "
-        "customer and the task ends: `\"delivered\"`. Otherwise nothing changes and the observation is the "
-        "count read (a positive integer); an event the waiting feed thread already counted (`counted` 1) "
-        "is included.",
-        "`\"delivered\"` or the pending count read (an integer > 0)",
+        "One run of the deferred task of the callback, correlated with recovery `r` when it arrived (not "
+        "necessarily `p`'s current one), in this order: (1) if `known(p) > r` (a newer recovery's event has "
+        "arrived, before its `onRecoveryInitiated`: only with `config.late_initiation`), the callback is "
+        "superseded, as a new recovery would: `not-sent` again (the SDK may make it again in the new epoch), "
+        "never delivered: `\"superseded\"` (each deferred callback is superseded by its own `poll`; the "
+        "others of `p` stay deferred until theirs, or the initiation). (2) Otherwise it reads the pending count of `p<p>/r<r>`; an event the waiting feed "
+        "thread already counted (`counted` 1) is included. Not 0: nothing changes, the observation is the count "
+        "read (a positive integer). (3) 0, but `r` is not `rec(p)` yet (its tasks are done, its "
+        "`onRecoveryInitiated` has not come: the customer must see the initiation first): nothing changes, "
+        "`\"waits-initiation\"`. (4) 0 and `r = rec(p)`: the callback is delivered to the customer and the task "
+        "ends: `\"delivered\"`.",
+        "`\"delivered\"`, `\"superseded\"`, `\"waits-initiation\"` or the pending count read (an integer > 0)",
     ),
 )
 
@@ -123,7 +149,8 @@ DECLARED = Declared(
     calls=_RD_CALLS,
     observation=(
         "Each call observes one JSON value, as in the call tables: a string (`\"forwarded\"`, "
-        "`\"deferred\"`, `\"completed\"`, `\"delivered\"`), an integer (a `poll` that read a pending count), "
+        "`\"forwarded-late\"`, `\"deferred\"`, `\"completed\"`, `\"delivered\"`, `\"superseded\"`, "
+        "`\"waits-initiation\"`), an integer (a `poll` that read a pending count), "
         "or an array whose first element names what happened (`queued`, `blocked`, `feed-thread`, "
         "`listener`). Event indexes are positions in `config.events`; queue and producer ids count from 0. "
         "Nothing is sorted: every array is positional."

@@ -121,9 +121,8 @@ class RecoveryDeferralThreads(RecoveryDeferralCalls):
         if blk is not None:
             p, _e, q, _counted = blk
             if len(s[QUEUES][q]) < self.config.queue_size:
-                for o2, t2 in b.step(s, ("feed", p)):
-                    if o2 == ("queued", q):
-                        out.append((("step", "feed", 0), (("feed", p), o2), (t2, None)))
+                for o2, t2 in self._release(s, blk):
+                    out.append((("step", "feed", 0), (("feed", p), o2), (t2, None)))
         return out
 
     def actors(self, action, observation):

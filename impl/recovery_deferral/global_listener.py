@@ -337,6 +337,13 @@ class ConcurrentGlobalEventsListener:
         self._bump("superseded" if state == SUPERSEDED else "cancelled", len(gone))
         st.deferred = [d for d in st.deferred if d.state == DEFERRED]
 
+    def _retire_one_locked(self, st: _Producer, d: _Deferred, state: str) -> None:
+        """Retire deferred "up" ``d`` of ``st`` as ``state``."""
+        d.state = state
+        st.deferred.remove(d)
+        self._unregister([d])
+        self._bump("superseded" if state == SUPERSEDED else "cancelled")
+
     def _unregister(self, ds: list[_Deferred]) -> None:
         with self._reg_lock:
             for d in ds:
@@ -356,8 +363,10 @@ class ConcurrentGlobalEventsListener:
             if d.state != DEFERRED:
                 return False
             if self._known_locked(st, d.producer_id) > d.context.request_id:
-                # a newer recovery's events arrived before its onRecoveryInitiated: as a new recovery
-                self._retire_locked(st, SUPERSEDED, older_than=d.context.request_id + 1)
+                # a newer recovery's events arrived before its onRecoveryInitiated: superseded, as by a new
+                # recovery -- this deferred "up" (each check decides for its own, as each of upstream's
+                # DeferredProducerUpTasks does; another one of the producer's goes at its own check)
+                self._retire_one_locked(st, d, SUPERSEDED)
                 return False
             n = self._tracker.pending(d.context)
             d.polls += 1

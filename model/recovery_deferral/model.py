@@ -307,61 +307,8 @@ class RecoveryDeferralModel(Model):
         c = self.config
         name = a[0]
         if name == "feed":
-            p = a[1]
-            if slot != -1 or not (0 <= p < c.producers) or fed[p] >= len(self.script[p]):
-                return []
-            e = self.script[p][fed[p]]
-            r = self.ev_rec[e]
-            if r > rec[p] + (1 if c.late_initiation else 0):
-                # resent events of a recovery come after it was initiated -- or, with late initiation, while
-                # its onRecoveryInitiated is on its way (the SDK starts a recovery only after the previous
-                # one's initiation was called)
-                return []
-            fed2 = _set(fed, p, fed[p] + 1)
-            m = self.ev_match[e]
-            ordered = self.ev_ordered[e]
-            st = status
-            notes_f, tail_f = notes, tail
-            if c.late_initiation and r > self.seen_rec[p][fed[p]] and r > rec[p]:  # (the environment: the SDK's epoch)
-                # the first resent event of the producer's next recovery, before its onRecoveryInitiated:
-                # the SDK is in that recovery's epoch now (its status callbacks may come again); the
-                # deferred ups of the epoch before stay until a check or the initiation supersedes them
-                K = len(c.callbacks)
-                keep = tuple(v in (PENDING, STALE, DUE) for v in notes[p])
-                notes_f = _set(notes, p, tuple(v if kp else NOT_SENT for v, kp in zip(notes[p], keep)))
-                upctx = tail[1]
-                tail_f = (tail[0], _set(upctx, p, tuple(x if kp else 0 for x, kp in zip(upctx[p], keep))))
-
-            def out(obs, queues2, st_e, pending2=pending, entries2=entries, slot2=slot, keep=False):
-                # keep: the event waits in its queue, so it joins its match's backlog
-                bl = _set(backlog, m, backlog[m] + (e,)) if ordered and keep else backlog
-                return (obs, (fed2, queues2, running, _set(st, e, st_e), pending2, entries2, slot2, rec, notes_f, sched, bl) + tail_f)
-
-            if not c.enabled or (self.ev_error[e] and not c.handle_errors_async):
-                # legacy / synchronous error handling: the feed thread calls the listener
-                return [out(("feed-thread", e), queues, FEEDRUN)]
-            outcomes = []
-            for q in self.ev_queues[e]:
-                if len(queues[q]) >= c.queue_size:
-                    if c.on_queue_full is OnQueueFull.BLOCK:
-                        continue  # the feed thread waits for room: no step until a worker takes a task
-                    if c.on_queue_full is OnQueueFull.DROP:
-                        outcomes.append(out(("dropped", q), queues, DROPPED))
-                    else:  # caller runs: the feed thread invokes the listener itself
-                        outcomes.append(out(("feed-thread", e), queues, FEEDRUN))
-                    continue
-                q2 = _set(queues, q, queues[q] + (e,))
-                x = self.ev_ctx[e]
-                if x < 0:  # untracked error task (DEV-010 upstream)
-                    outcomes.append(out(("queued", q), q2, QUEUED, keep=True))
-                elif not c.count_before_enqueue:  # DEV-009 upstream: counted by a second step
-                    outcomes.append(out(("queued", q), q2, QUEUED, slot2=e, keep=True))
-                else:  # reference: count the task, then hand it over, in one feed-thread step
-                    outcomes.append(out(("queued", q), q2, QUEUED, _set(pending, x, pending[x] + 1), entries | (1 << x), keep=True))
-            if self.ev_may_crash[e]:
-                # DEV-008 upstream: a negative index, IndexOutOfBoundsException on the feed thread
-                outcomes.append(out("index-out-of-bounds", queues, DROPPED))
-            return outcomes
+            got = self.receive(s, a[1])
+            return [] if got is None else self.hand_off(got[1], got[0])
         if name == "track":
             if slot == -1:
                 return []
@@ -418,6 +365,84 @@ class RecoveryDeferralModel(Model):
                 n2 = _set(notes, p, _set(notes[p], k, DELIVERED))
             return [(("delivered", p, r), (fed, queues, running, status, pending, entries, slot, rec, n2, (), backlog) + tail)]
         raise ModelError(f"{self.name}: unknown action {a!r}")
+
+    # -- the feed thread: the SDK's delivery of an event, and the listener's hand-off ------------------
+    # (one model step, ``feed``; two functions, because a call-level port's feed thread may wait for
+    # room between them: conformance/recovery_deferral/calls.py composes that wait from these two)
+
+    def receive(self, s, p):
+        """The SDK's half of ``feed(p)``: producer p's next event ``e`` reaches the feed thread (the
+        RabbitMQ consumer's ``handleDelivery``).  ``(e, state)`` with ``fed[p]`` counting it, or None when
+        the environment does not send it now: the feed thread is still in upstream's second submit step
+        (``slot``), p has no event left, or it is resent by a recovery not initiated yet -- with
+        ``late_initiation``, by one the SDK has not started yet (it starts recovery r+1 only after it
+        called r's onRecoveryInitiated; r+1's events may come before r+1's own call, DEV-032).
+
+        With ``late_initiation``, the first resent event of p's next recovery puts the SDK in that
+        recovery's epoch (its status callbacks may come again): the callbacks of the epoch before are
+        not-sent again, except the deferred ones, which stay until a check or the initiation supersedes
+        them.  The listener knows the recovery from here on (``newest``: it has received one of its events,
+        whether or not its feed thread still waits for room to queue it)."""
+        c = self.config
+        fed = s[0]
+        if s[6] != -1 or not (0 <= p < c.producers) or fed[p] >= len(self.script[p]):
+            return None
+        e = self.script[p][fed[p]]
+        r = self.ev_rec[e]
+        rec = s[REC]
+        if r > rec[p] + (1 if c.late_initiation else 0):
+            return None
+        t = (_set(fed, p, fed[p] + 1),) + s[1:]
+        if c.late_initiation and r > self.seen_rec[p][fed[p]] and r > rec[p]:
+            notes, upctx = s[NOTES], s[UPCTX]
+            keep = tuple(v in (PENDING, STALE, DUE) for v in notes[p])
+            t = _put(t, notes=_set(notes, p, tuple(v if kp else NOT_SENT for v, kp in zip(notes[p], keep))),
+                     upctx=_set(upctx, p, tuple(x if kp else 0 for x, kp in zip(upctx[p], keep))))
+        return e, t
+
+    def hand_off(self, s, e):
+        """The listener's half of ``feed``: the feed thread hands received event ``e`` (``receive``) to
+        its task queue (``ConcurrentOddsFeedListener`` -> ``TaskQueuer`` -> ``TaskAllocator``,
+        ``TaskExecutor.submit``): counted and queued, or, on a full queue, dropped (upstream, DEV-001)
+        or run on the feed thread (caller-runs); with the reference's ``block`` there is no outcome (the
+        feed thread waits for room: the model has no step for that wait).  Legacy, or an error event
+        handled synchronously: the customer's listener runs on the feed thread."""
+        fed, queues, running, status, pending, entries, slot, rec, notes, sched, backlog = s[:11]
+        tail = s[11:]
+        c = self.config
+        m = self.ev_match[e]
+        ordered = self.ev_ordered[e]
+
+        def out(obs, queues2, st_e, pending2=pending, entries2=entries, slot2=slot, keep=False):
+            # keep: the event waits in its queue, so it joins its match's backlog
+            bl = _set(backlog, m, backlog[m] + (e,)) if ordered and keep else backlog
+            return (obs, (fed, queues2, running, _set(status, e, st_e), pending2, entries2, slot2, rec, notes, sched, bl) + tail)
+
+        if not c.enabled or (self.ev_error[e] and not c.handle_errors_async):
+            # legacy / synchronous error handling: the feed thread calls the listener
+            return [out(("feed-thread", e), queues, FEEDRUN)]
+        outcomes = []
+        for q in self.ev_queues[e]:
+            if len(queues[q]) >= c.queue_size:
+                if c.on_queue_full is OnQueueFull.BLOCK:
+                    continue  # the feed thread waits for room: no step until a worker takes a task
+                if c.on_queue_full is OnQueueFull.DROP:
+                    outcomes.append(out(("dropped", q), queues, DROPPED))
+                else:  # caller runs: the feed thread invokes the listener itself
+                    outcomes.append(out(("feed-thread", e), queues, FEEDRUN))
+                continue
+            q2 = _set(queues, q, queues[q] + (e,))
+            x = self.ev_ctx[e]
+            if x < 0:  # untracked error task (DEV-010 upstream)
+                outcomes.append(out(("queued", q), q2, QUEUED, keep=True))
+            elif not c.count_before_enqueue:  # DEV-009 upstream: counted by a second step
+                outcomes.append(out(("queued", q), q2, QUEUED, slot2=e, keep=True))
+            else:  # reference: count the task, then hand it over, in one feed-thread step
+                outcomes.append(out(("queued", q), q2, QUEUED, _set(pending, x, pending[x] + 1), entries | (1 << x), keep=True))
+        if self.ev_may_crash[e]:
+            # DEV-008 upstream: a negative index, IndexOutOfBoundsException on the feed thread
+            outcomes.append(out("index-out-of-bounds", queues, DROPPED))
+        return outcomes
 
     # -- the global listener: one function per upstream method ----------------------
     # (ConcurrentSDKGlobalEventsListener, PendingRecoveries, DeferredProducerUpTask;
@@ -525,7 +550,9 @@ class RecoveryDeferralModel(Model):
         r = upctx[p][k]
         if self.config.late_initiation and self.config.correlate_with_events and self.known(s, p) > r:
             # a newer recovery's events arrived before its onRecoveryInitiated: superseded as by a new
-            # recovery (ConcurrentGlobalEventsListener._check, DEV-032)
+            # recovery (ConcurrentGlobalEventsListener._check, DEV-032); the SDK may call it again in the
+            # new epoch.  Each deferred task decides for itself: another deferred up of the producer is
+            # superseded by its own check
             return [("superseded", _put(s, notes=_set(notes, p, _set(notes[p], k, NOT_SENT)),
                                         upctx=_set(upctx, p, _set(upctx[p], k, 0))))]
         n = s[4][self.ctx(p, r)]

@@ -138,7 +138,7 @@ def test_rd_an_up_waits_only_for_its_own_producers_waiting_event():
     assert states and all(s[1] is not None and s[1][0] == 1 for s in states)  # producer 1's event waits
     assert all(m.step(s, ("status", 0, 1)) for s in states)  # producer 0's up: enabled
     assert not any(m.step(s, ("status", 1, 1)) for s in states)  # producer 1's: not yet
-    assert "a waiting event of `p`'s current recovery holds the up back, another producer's waiting event does not" \
+    assert "a waiting event of that recovery holds the up back, another producer's waiting event does not" \
         in page("recovery-deferral")
 
 

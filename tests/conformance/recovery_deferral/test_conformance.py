@@ -28,6 +28,7 @@ from conq.conformance.suite import run_suite
 from conq.conformance.trace import read
 from conq.conformance.views import conformance_model
 from conq.model.kernel import config_dict
+from conq.model.recovery_deferral.state import REC
 
 CORPUS = Path(corpus.__file__).resolve().parent / "corpus"
 MODEL = "recovery-deferral"
@@ -328,4 +329,47 @@ def test_reference_conforms_when_the_sdk_calls_on_recovery_initiated_late(mode):
     res, model = run_suite(MODEL, config_name="reference-late-initiation", traces=20, seed=7, length=40, mode=mode)
     assert res.ok, "\n".join(f.describe(model) for f in res.failures)
     assert res.steps > 100
-    assert "reference-late-initiation" in mutants.ENGINE_CONFIGS
+
+
+#: reference-late-initiation: producer 0's first resent event of its second recovery arrives while queue 1
+#: is full, before that recovery's onRecoveryInitiated, with producer 0's first up deferred
+LATE_WAIT = [("recover", 0), ("feed", 0), ("run", 0), ("recover", 1), ("feed", 1), ("feed", 1), ("status", 0, 0)]
+
+
+def test_a_feed_thread_waiting_with_a_late_recoverys_event_is_a_state_of_the_view():
+    """Issue 32: the probe that found the call view without a state for the feed thread waiting with the
+    event of a recovery not initiated yet (late_initiation).  The view waits in the model's ``receive``:
+    the SDK is in the new recovery's epoch and the listener knows the recovery, so the deferred up of
+    the first one is superseded, an up waits for the waiting event, and the initiation is a late one."""
+    m = conformance_model(MODEL, "reference-late-initiation")
+    s = m.init_states()[0]
+    for a in LATE_WAIT:
+        (s,) = [t for _, t in m.step(s, a)]
+    assert sorted(o for o, _ in m.step(s, ("feed", 0))) == [("blocked", 1, 0), ("blocked", 1, 1)]
+    w = step(m, s, ("feed", 0), ("blocked", 1, 1))
+    assert [o for o, _ in m.step(w, ("poll", 0, 0))] == ["superseded"]
+    w = step(m, w, ("poll", 0, 0), "superseded")
+    assert m.step(w, ("status", 0, 0)) == []  # the waiting event is not fed yet: the up waits for it
+    assert [o for o, _ in m.step(w, ("recover", 0))] == ["forwarded-late"]
+    # the reference, driven through its public calls (the driver refuses nothing the SDK may do), with
+    # snapshots after every step
+    checker = Checker(m, InProcess(RecoveryDeferralDriver), snapshots=True, record=True)
+    try:
+        run = checker.replay(LATE_WAIT + [("feed", 0), ("poll", 0, 0), ("status", 0, 0), ("recover", 0), ("run", 1),
+                                          ("status", 0, 0), ("done", 1), ("run", 1), ("done", 1), ("poll", 0, 0)])
+        assert run.ok, run.divergence.describe()
+        assert run.observations[7:] == [("blocked", 1, 1), "superseded", REJECTED, "forwarded-late",
+                                        ("listener", 3, ("queued", 1)), "deferred", "completed", ("listener", 1),
+                                        "completed", "delivered"]
+        # the probe: seeded walks that also send calls no consistent state enables, snapshots on; most pass
+        # through such a wait, and every one conforms
+        b, waits = m.base, 0
+        for seed in range(12):
+            r = checker.walk(seed, 40, probe=0.2)
+            assert r.ok, r.divergence.describe()
+            waits += any(blk is not None and b.ev_rec[blk[1]] > st[REC][blk[0]] for st, blk in r.visited)
+        assert waits >= 3
+    finally:
+        checker.impl.close()
+    # the driver's refusal of that hand-off (issue 35's stop-gap) is gone
+    assert not hasattr(RecoveryDeferralDriver, "_would_wait")

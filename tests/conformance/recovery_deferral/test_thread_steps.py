@@ -51,6 +51,31 @@ def test_the_view_names_each_step_by_its_thread():
         ts.thread_model("legacy")
 
 
+def test_the_feed_thread_waits_with_a_late_recoverys_event_at_thread_level():
+    """Issue 32 at the thread level: the feed thread waits with producer 0's first event of its second
+    recovery (not initiated yet); the worker's take that makes room wakes it, and until its own step the
+    event still holds the up back; the reference conforms, snapshots on."""
+    from conq.conformance.adapters import REJECTED
+    from conq.conformance.checker import Checker
+
+    model = ts.thread_model("re-recovery", {"late_initiation": True})
+    w0, w1, feed, d00 = ("step", "worker", 0), ("step", "worker", 1), ("step", "feed", 0), ("step", "deferred", 0, 0)
+    actions = [("recover", 0), ("feed", 0), w0, ("recover", 1), ("feed", 1), ("feed", 1), ("status", 0, 0),
+               ("feed", 0), d00, ("status", 0, 0), ("recover", 0), w1, ("status", 0, 0), feed, ("status", 0, 0),
+               w1, d00, w1, w1, d00]
+    checker = Checker(model, InProcess(ts.ThreadStepsDriver), snapshots=True)
+    try:
+        run = checker.replay(actions)
+    finally:
+        checker.impl.close()
+    assert run.ok, run.divergence.describe()
+    assert run.observations[7:] == [
+        (("feed", 0), ("blocked", 1, 1)), (("poll", 0, 0), "superseded"), REJECTED,
+        (("recover", 0), "forwarded-late"), (("run", 1), ("listener", 3)), REJECTED, (("feed", 0), ("queued", 1)),
+        (("status", 0, 0), "deferred"), (("done", 1), "completed"), (("poll", 0, 0), 1), (("run", 1), ("listener", 1)),
+        (("done", 1), "completed"), (("poll", 0, 0), "delivered")]
+
+
 @pytest.mark.parametrize("config", sorted(ts.THREAD_CONFIGS))
 def test_the_reference_conforms_at_thread_level(config):
     r = ts.check_threads(InProcess(ts.ThreadStepsDriver), config, walks=12, length=30, depth=5, probe=0.1)

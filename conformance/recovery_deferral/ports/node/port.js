@@ -21,12 +21,16 @@
 //                      may complete it first and the deferred up read 0 too early
 //   down-keeps-deferred  a Down status does not cancel the producer's deferred up callbacks (the
 //                      page: it does; upstream's DEV-011): a call-level bug, caught at both levels
+//   stored-context-only  an up is correlated with the producer's stored recovery only, never with a
+//                      newer one whose events came before its onRecoveryInitiated (upstream's rule,
+//                      spec/deviations.md DEV-032): with config.late_initiation the up of such a recovery
+//                      is delivered against the previous one, before the new one's events
 'use strict';
 
 const readline = require('readline');
 
 const BUG = process.env.CONQ_NODE_BUG || '';
-const KNOWN_BUGS = new Set(['', 'handoff-in-worker', 'down-keeps-deferred']);
+const KNOWN_BUGS = new Set(['', 'handoff-in-worker', 'down-keeps-deferred', 'stored-context-only']);
 if (!KNOWN_BUGS.has(BUG)) {
   process.stderr.write(`node port: unknown CONQ_NODE_BUG=${BUG}\n`);
   process.exit(2);
@@ -207,22 +211,47 @@ class FeedThread {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The global listener: per producer its stored recovery context and, per status callback of the
-// current recovery epoch, its state and the context it was correlated with.
+// The global listener: per producer its stored recovery context, the newest recovery it knows (the
+// stored one, or a newer one whose resent event the feed thread received first: the page's known(p),
+// DEV-032) and, per status callback of the current recovery epoch, its state and the recovery it was
+// correlated with.
+
+const notSent = () => ({ state: 'not-sent', request: 0 });
 
 class GlobalListener {
   constructor(system) {
     this.sys = system;
     const cfg = system.cfg;
     this.rec = Array(cfg.producers).fill(0);
-    this.epoch = Array.from({ length: cfg.producers }, () => cfg.callbacks.map(() => ({ state: 'not-sent', request: 0 })));
+    this.seen = Array(cfg.producers).fill(0); // the newest recovery seen on a received event
+    this.epoch = Array.from({ length: cfg.producers }, () => cfg.callbacks.map(notSent));
+  }
+
+  known(p) {
+    return Math.max(this.rec[p], this.seen[p]);
+  }
+
+  // The feed thread received an event of recovery r (before it queues it or waits for room): the first
+  // one of a recovery newer than any known starts that recovery's epoch; deferred callbacks stay.
+  eventReceived(p, r) {
+    if (r <= this.known(p)) return;
+    this.seen[p] = r;
+    this.epoch[p] = this.epoch[p].map((cb) => (cb.state === 'deferred' ? cb : notSent()));
   }
 
   onRecoveryInitiated(p) {
-    this.rec[p] += 1;
-    // a new epoch: every callback not sent again; a deferred one is cancelled with it
-    this.epoch[p] = this.sys.cfg.callbacks.map(() => ({ state: 'not-sent', request: 0 }));
-    return 'forwarded';
+    const r = this.rec[p] + 1;
+    const late = this.known(p) >= r; // its events came first: its epoch began with the first of them
+    this.rec[p] = r;
+    // every callback not sent again (a deferred one superseded with it), except, after a late
+    // initiation, those the SDK made in this recovery's epoch
+    this.epoch[p] = this.epoch[p].map((cb) => (late && cb.request === r && cb.state !== 'not-sent' ? cb : notSent()));
+    return late ? 'forwarded-late' : 'forwarded';
+  }
+
+  // The recovery an up is correlated with: the newest known (with the bug, the stored one).
+  correlation(p) {
+    return BUG === 'stored-context-only' ? this.rec[p] : this.known(p);
   }
 
   onStatus(p, k) {
@@ -230,11 +259,11 @@ class GlobalListener {
     const kind = cfg.callbacks[k];
     const cb = this.epoch[p][k];
     const up = UP_KINDS.has(kind);
-    cb.request = this.rec[p];
+    cb.request = this.correlation(p);
     if (!up && cfg.enabled && BUG !== 'down-keeps-deferred') {
       for (const other of this.epoch[p]) if (other.state === 'deferred') other.state = 'cancelled';
     }
-    if (!up || !cfg.enabled || this.rec[p] === 0) {
+    if (!up || !cfg.enabled || cb.request === 0) {
       cb.state = 'delivered';
       return 'forwarded';
     }
@@ -242,11 +271,19 @@ class GlobalListener {
     return 'deferred';
   }
 
-  // One run of a deferred callback's task: deliver when its context drained.
+  // One run of a deferred callback's task.
   poll(p, k) {
     const cb = this.epoch[p][k];
-    const n = this.sys.tracker.count(cb.request === 0 ? 'NONE' : `p${p}/r${cb.request}`);
+    const r = cb.request;
+    if (this.correlation(p) > r) {
+      // a newer recovery's event came before its onRecoveryInitiated: superseded (the SDK may make the
+      // callback again in the new epoch)
+      this.epoch[p][k] = notSent();
+      return 'superseded';
+    }
+    const n = this.sys.tracker.count(r === 0 ? 'NONE' : `p${p}/r${r}`);
     if (n !== 0) return n;
+    if (r !== this.rec[p]) return 'waits-initiation'; // its onRecoveryInitiated has not come yet
     cb.state = 'delivered';
     return 'delivered';
   }
@@ -293,8 +330,11 @@ class System {
     if (this.feedThread.waiting !== null) throw disabled('the feed thread is waiting for room');
     const event = this.script[p][this.fed[p]];
     if (event === undefined) throw disabled(`producer ${p} has no event left`);
-    if (event.recovery > this.global.rec[p]) throw disabled(`event ${event.index} belongs to a recovery not initiated yet`);
+    // with late initiation the SDK may resend the next recovery's events before its onRecoveryInitiated
+    const next = this.cfg.late_initiation ? 1 : 0;
+    if (event.recovery > this.global.rec[p] + next) throw disabled(`event ${event.index} belongs to a recovery not initiated yet`);
     this.fed[p] += 1;
+    this.global.eventReceived(p, event.recovery);
     return this.feedThread.receive(event);
   }
 
@@ -309,7 +349,7 @@ class System {
     this.callback(k);
     const g = this.global;
     if (g.epoch[p][k].state !== 'not-sent') throw disabled(`callback ${k} of producer ${p} was sent in this epoch`);
-    const r = g.rec[p];
+    const r = g.known(p); // the SDK's recovery: with late initiation, possibly one not initiated yet
     if (r === 0 && !this.cfg.callbacks_without_recovery) throw disabled(`producer ${p} has no recovery yet`);
     if (UP_KINDS.has(this.cfg.callbacks[k]) && this.cfg.up_after_events && r > 0) {
       // after every event of the producer's current recovery context was fed (the one the feed
@@ -431,7 +471,7 @@ class ThreadLevel extends CallLevel {
 const REFERENCE_SWITCHES = {
   on_queue_full: 'block', no_context_producer_up: 'forward', error_routing: 'by_event', index_mod: 'floor',
   count_before_enqueue: true, track_error_tasks: true, down_cancels_deferred_up: true, replace_deferred: false,
-  poll_then_deliver: false, forward_initiated_at_once: true, new_recovery_supersedes: true,
+  poll_then_deliver: false, forward_initiated_at_once: true, new_recovery_supersedes: true, correlate_with_events: true,
 };
 
 function readConfig(raw) {
@@ -449,7 +489,7 @@ function readConfig(raw) {
   if (!Array.isArray(cfg.callbacks) || !cfg.callbacks.every((k) => UP_KINDS.has(k) || DOWN_KINDS.has(k))) {
     throw new PortError(14, `callbacks must name known statuses, got ${JSON.stringify(cfg.callbacks)}`);
   }
-  for (const k of ['enabled', 'handle_errors_async', 'up_after_events', 'callbacks_without_recovery']) {
+  for (const k of ['enabled', 'handle_errors_async', 'up_after_events', 'callbacks_without_recovery', 'late_initiation']) {
     if (typeof cfg[k] !== 'boolean') throw new PortError(14, `${k} must be true or false`);
   }
   return cfg;
