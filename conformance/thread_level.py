@@ -229,3 +229,27 @@ def check_threads(model: Model, impl: Any, config: str, *, model_name: str | Non
         if close is not None:
             close()
     return out
+
+
+# -- the mutant catalogues' engine ------------------------------------------------------------------------
+
+def mutant_engine(thread_steps: Any, budget: Any, walks: int, length: int) -> Any:
+    """A system's ``thread-steps`` engine of its mutant catalogue (conformance/mutation.py): the
+    reference's thread-level driver (``thread_steps.ThreadStepsDriver``, running whatever mutant is
+    applied), ``budget.count(walks)`` seeded walks of ``length`` per thread-level configuration, in
+    their order; killed at the first divergence, with its actions as the evidence."""
+    from .adapters import InProcess
+    from .mutation import Clock
+
+    clock = Clock(budget)
+    walks = budget.count(walks)
+    steps = 0
+    for cfg in thread_steps.THREAD_CONFIGS:
+        r = thread_steps.check_threads(InProcess(thread_steps.ThreadStepsDriver), cfg, walks=walks, length=length)
+        steps += r.steps
+        if not r.ok:
+            return clock.killed(f"{cfg}: {r.divergence.describe()}", [list(a) for a in r.actions], f"{steps} thread steps")
+        if clock.over():
+            return clock.capped(f"{steps} thread steps")
+    return clock.survived(f"{walks} walks of {length} on {len(thread_steps.THREAD_CONFIGS)} configurations conform",
+                          f"{steps} thread steps")

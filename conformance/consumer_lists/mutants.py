@@ -1002,22 +1002,11 @@ def engine_thread_steps(budget: Budget) -> Detection:
     whose threads do not stop at the model's thread steps in the model's order cannot be stepped:
     that is a divergence (``thread_steps.NotDrivable``, a port failure of kind ``protocol``), killed
     with the step that showed it (issue 32: it used to survive as "not drivable")."""
-    from conq.conformance.adapters import InProcess
+    from conq.conformance.thread_level import mutant_engine
 
-    from .thread_steps import THREAD_CONFIGS, ThreadStepsDriver, check_threads
+    from . import thread_steps
 
-    clock = Clock(budget)
-    walks = budget.count(THREAD_WALKS)
-    steps = 0
-    for cfg in THREAD_CONFIGS:
-        r = check_threads(InProcess(ThreadStepsDriver), cfg, walks=walks, length=THREAD_LENGTH)
-        steps += r.steps
-        if not r.ok:
-            return clock.killed(f"{cfg}: {r.divergence.describe()}", [list(a) for a in r.actions], f"{steps} thread steps")
-        if clock.over():
-            return clock.capped(f"{steps} thread steps")
-    return clock.survived(f"{walks} walks of {THREAD_LENGTH} on {len(THREAD_CONFIGS)} configurations conform",
-                          f"{steps} thread steps")
+    return mutant_engine(thread_steps, budget, THREAD_WALKS, THREAD_LENGTH)
 
 
 ENGINES = {

@@ -1,5 +1,5 @@
 """Conformance of the ordered-consumption reference implementation (``conq.impl.ordered_consumption``)
-to its model: call-level view, in-process driver, golden corpus, mutant catalogue, port reference
+to its model: call-level view, thread-step level (``thread_steps``), in-process driver, golden corpus, mutant catalogue, port reference
 and the real upstream client (``upstream/``), declared to the generic layers by :data:`SYSTEM`
 (conformance/systems.py)."""
 
@@ -16,6 +16,7 @@ SYSTEM = System(
     package=__name__,
     driver=".driver:OrderedConsumptionDriver",
     call_view=".calls:OrderedConsumptionCalls",
+    thread_level=".thread_steps",
     mutants=".mutants:CATALOGUE",
     mutant_driver=".mutants:mutant_driver",
     corpus="corpus",

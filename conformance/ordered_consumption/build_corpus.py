@@ -14,6 +14,12 @@ must get.
 
 Written once by ``build`` (``python -m conq.conformance.ordered_consumption.build_corpus``) and then
 only read: a change in verdict is a regression to investigate, not a file to regenerate.
+``build_thread_level`` (``--thread-level``) writes the thread level's golden traces (issue 35,
+header ``"level": "thread"``): ``pass-thread-<config>-<k>.ndjson``, random walks of the reference at
+thread level on every thread-level configuration; ``pass-thread-<config>-<thread>-<step>.ndjson``, the
+shortest sequence ending with each thread step (``["step", thread, n]`` running model step ``step``);
+and ``diverge-thread-fifo-unlock-before-let-go.ndjson``, the planted interleaving bug no call-level
+trace shows, caught by an observation at thread level (snapshots off).
 """
 
 from __future__ import annotations
@@ -44,8 +50,8 @@ def slug(k: int) -> str:
     return SLUGS[k]
 
 
-def seed_for(model: Any, init: Any, *, tries: int = 5000) -> int:
-    """A seed with which the driver starts in the initial state ``init`` of the view."""
+def seed_for(model: Any, init: Any, *, tries: int = 5000, driver: type | None = None) -> int:
+    """A seed with which the driver (default: the call level's) starts in the initial state ``init`` of the view."""
     from conq.model.kernel import config_dict
 
     from .driver import OrderedConsumptionDriver
@@ -53,7 +59,7 @@ def seed_for(model: Any, init: Any, *, tries: int = 5000) -> int:
     want = hashable(model.observe(init))
     cfg = config_dict(model.config)
     for seed in range(tries):
-        d = OrderedConsumptionDriver(cfg, seed)
+        d = (driver or OrderedConsumptionDriver)(cfg, seed)
         try:
             if hashable(d.snapshot()) == want:
                 return seed
@@ -62,8 +68,10 @@ def seed_for(model: Any, init: Any, *, tries: int = 5000) -> int:
     raise RuntimeError(f"no seed below {tries} starts the driver in {want}")
 
 
-def shortest_per_call(model: Any, cap: int = 20_000) -> dict[str, tuple[Any, list[tuple]]]:
-    """For every call kind of the view, the initial state and the shortest call sequence ending with it."""
+def shortest_per_call(model: Any, cap: int = 20_000, key: Any = None) -> dict[str, tuple[Any, list[tuple]]]:
+    """For every call kind of the view (``key(action, observation)``, default the action's name), the
+    initial state and the shortest call sequence ending with it."""
+    key = key or (lambda a, _o: a[0])
     found: dict[str, tuple[Any, list[tuple]]] = {}
     seen = set()
     queue: deque = deque()
@@ -73,9 +81,10 @@ def shortest_per_call(model: Any, cap: int = 20_000) -> dict[str, tuple[Any, lis
             queue.append((s, s, []))
     while queue and len(seen) < cap:
         s, init, path = queue.popleft()
-        for a, _o, t in model.successors(s):
-            if a[0] not in found:
-                found[a[0]] = (init, path + [a])
+        for a, o, t in model.successors(s):
+            k = key(a, o)
+            if k not in found:
+                found[k] = (init, path + [a])
             if t not in seen:
                 seen.add(t)
                 queue.append((t, init, path + [a]))
@@ -127,7 +136,49 @@ def build(directory: Path = CORPUS, *, per_config: int = 2, length: int = 40, co
     matrix = mutants.run_catalog(engines=["explorer", "random"], first_kill=True)
     return written + record_kills(matrix, directory, replay, lambda name: mutants.MUTANTS[name].bug)
 
+
+def _thread_step(a: tuple, o: Any) -> str:
+    """A thread-level action's kind: ``<thread>-<model step>`` for a thread's step, else its name."""
+    return f"{a[1]}-{o[0][0]}" if a[0] == "step" else a[0]
+
+
+def build_thread_level(directory: Path = CORPUS, *, per_config: int = 2, length: int = 30) -> list[Path]:
+    """The thread level's golden traces (module docstring)."""
+    from conq.conformance.corpus import record_thread_kill, record_thread_walks
+    from conq.conformance.generate import derive_seed
+
+    from . import mutants, thread_steps
+
+    directory.mkdir(parents=True, exist_ok=True)
+    seeds = [derive_seed(2035, k) for k in range(per_config)]
+    written = record_thread_walks(thread_steps, directory, thread_steps.THREAD_CONFIGS, seeds, length,
+                                  lambda: InProcess(thread_steps.ThreadStepsDriver))
+    for name in thread_steps.THREAD_CONFIGS:
+        model = thread_steps.thread_model(name)
+        checker = Checker(model, InProcess(thread_steps.ThreadStepsDriver))
+        try:
+            for kind, (init, actions) in sorted(shortest_per_call(model, key=_thread_step).items()):
+                if not kind.startswith(thread_steps.STEP_KINDS):
+                    continue  # the environment's calls have their call-level traces
+                run = checker.replay(actions, seed_for(model, init, driver=thread_steps.ThreadStepsDriver))
+                if not run.ok:
+                    raise RuntimeError(f"the reference diverges at thread level on {name}, shortest {kind}: "
+                                       f"{run.divergence.describe()}")
+                if run.observations[-1] == REJECTED:
+                    continue  # the implementation took another branch (a server's choice): not this step
+                written.append(record(run, model, directory / f"pass-thread-{name}-{kind}.ndjson", expect="pass",
+                                      note=f"reference implementation, thread level, shortest sequence ending with "
+                                           f"{kind} on {name}", thread_config=name))
+        finally:
+            checker.impl.close()
+    bug = mutants.MUTANTS["fifo-unlock-before-let-go"]
+    with bug.applied():
+        written.append(record_thread_kill(thread_steps, directory, "push-fifo", bug.name,
+                                          InProcess(thread_steps.ThreadStepsDriver), bug.bug))
+    return written
+
+
 if __name__ == "__main__":
-    for p in build():
+    for p in build_thread_level() if "--thread-level" in sys.argv[1:] else build():
         print(p)
     sys.exit(0)

@@ -73,7 +73,9 @@ _KIND = {"ok": "ok", "lost": "lost", "error": "timeout", "throttled": "throttled
 #: settle answers that need the request applied (the handle current) / refused (the handle stale)
 _APPLIED, _REFUSED = frozenset({"ok", "lost"}), frozenset({"invalid-handle", "not-found"})
 _SETTLE_RPC = {"ack": "ack_message", "change_invisible": "change_invisible_duration", "forward_to_dlq": "forward_to_dlq"}
-_CLIENT_OF_GATE = {"listener": "consuming", "delay": "retry-delay", "ack_message": "acking",
+#: where a consumption task waits -> the model's client state of its message (``remembered``: the thread
+#: level holds a redelivery settled from the memo before its settle request, still in consumption)
+_CLIENT_OF_GATE = {"listener": "consuming", "remembered": "consuming", "delay": "retry-delay", "ack_message": "acking",
                    "change_invisible_duration": "changing-invisible", "forward_to_dlq": "dead-lettering"}
 _SERVER = {"ready": "ready", "invisible": "invisible", "acked": "acked", "dead-lettered-by-client": "dlq-by-client",
            "dead-lettered-by-server": "dlq-by-server"}
@@ -110,6 +112,25 @@ class _Helper:
 
     def is_alive(self) -> bool:
         return self.thread.is_alive()
+
+
+class _Waker:
+    """What a cancel token notifies for one park: the driver's condition (``Cancel`` keeps its
+    registrations by object, so each park registers a waker of its own)."""
+
+    __slots__ = ("cv",)
+
+    def __init__(self, cv: Any):
+        self.cv = cv
+
+    def __enter__(self) -> Any:
+        return self.cv.__enter__()
+
+    def __exit__(self, *exc: Any) -> Any:
+        return self.cv.__exit__(*exc)
+
+    def notify_all(self) -> None:
+        self.cv.notify_all()
 
 
 class DriverClock:
@@ -311,6 +332,9 @@ class OrderedConsumptionDriver:
     producer_class: type = Producer
     push_class: type = PushConsumer
     simple_class: type = SimpleConsumer
+    #: the clients' scheduler and clock (the thread level substitutes its own: thread_steps.py)
+    sched_class: type = DriverSched
+    clock_class: type = DriverClock
 
     def __init__(self, config: dict[str, Any], seed: int):
         wrong = {k: config.get(k) for k, v in REFERENCE_SWITCHES.items() if k in config and config[k] != v}
@@ -332,6 +356,7 @@ class OrderedConsumptionDriver:
         self.index: dict[str | None, int] = {}
         self.producer = self.consumer = self.simple = None
         self.held: dict[int, Any] = {}
+        self.sched = self.sched_class(self)
         self.broker = Broker(clock=_StillClock(), observer=self._observe, name="conformance").start()
         self.channel = GatedChannel(self, self.broker)
         rng = random.Random(seed)
@@ -383,8 +408,11 @@ class OrderedConsumptionDriver:
         if h is None:
             ans, self.main.answer = self.main.answer, None
             return ans if ans is not None else ("ok", 0.0)
+        # a waker of this park's own: a token keeps one registration per object, and two threads may park
+        # on one token (at the thread level a process queue's dispatcher run and its receive loop)
+        waker = _Waker(self.cv)
         with self.cv:
-            if cancel is not None and cancel._watch(self.cv):
+            if cancel is not None and cancel._watch(waker):
                 return None
             h.gate, h.answer, h.cancel = gate, None, cancel
             self.cv.notify_all()
@@ -393,7 +421,7 @@ class OrderedConsumptionDriver:
                     self.cv.wait()
             finally:
                 if cancel is not None:
-                    cancel._unwatch(self.cv)
+                    cancel._unwatch(waker)
             ans, h.answer, h.gate = h.answer, None, None
             return ans
 
@@ -457,7 +485,7 @@ class OrderedConsumptionDriver:
         other = MessageType.DELAY
         self._topic([frozenset({mt if (mask >> q) & 1 else other}) for q in range(self.queues)])
         self.producer = self.producer_class(self.channel, client_id="p", max_attempts=int(c["max_send_attempts"]),
-                                            clock=DriverClock(self),
+                                            clock=self.clock_class(self), sched=self.sched,
                                             transactional_retries=bool(c.get("txn_retries", False)))
         group = None
         if mt is MessageType.FIFO:  # a group name whose queue (crc32 over the writable queues) is g
@@ -499,7 +527,7 @@ class OrderedConsumptionDriver:
             invisible_duration=30.0, long_polling_timeout=0.0, receive_retry_delay=0.0, settle_retry_delay=0.0,
             standard_settle_retry="until_ok" if c.get("settle_retry") else "none",
             evict_at="settled" if c.get("erase_after_settle") else "consumed",
-            clock=DriverClock(self), sched=DriverSched(self), consumption_executor=lambda _c: _Pool(self),
+            clock=self.clock_class(self), sched=self.sched, consumption_executor=lambda _c: _Pool(self),
             dispatcher=lambda _c: _Dispatcher(self), **self._memo_switch())
         pc.start()
 
@@ -826,7 +854,8 @@ class OrderedConsumptionDriver:
                              "held": None if held is None else "valid" if self._valid(held) else "stale"})
             return {"role": "simple", "messages": msgs, "next_queue": self.simple._next % self.queues}
         with self.cv:
-            tasks = [(h.msg, h.gate) for h in self.tasks if not h.finished]
+            # a task at ``unlock`` (the thread level's FIFO worker before its unlock) has let go of its message
+            tasks = [(h.msg, h.gate) for h in self.tasks if not h.finished and not (h.gate and h.gate[0] == "unlock")]
             loops = [(h.pq, h.gate) for h in self.helpers if h.kind == "loop" and not h.finished]
         current = {p: self._pq(p) for p in range(self.queues)}
         msgs = []
@@ -846,7 +875,9 @@ class OrderedConsumptionDriver:
                 queues.append({"assigned": False, "notified": False, "locked": False, "waiting": False, "cache": [0, 0]})
                 continue
             queues.append({"assigned": True, "notified": pq in self.signalled, "locked": pq.locked,
-                           "waiting": any(lp is pq and g == ("room",) for lp, g in loops),
+                           # waiting for room, or woken and held at the wake-up (thread level) while full again
+                           "waiting": any(lp is pq and g is not None and g[0] in ("room", "woken") for lp, g in loops)
+                           and self._full(pq),
                            "cache": [pq.count, pq.bytes]})
         return {"role": self.role.replace("_", "-"), "messages": msgs, "process_queues": queues}
 
@@ -864,10 +895,12 @@ class OrderedConsumptionDriver:
             out["result"] = "sent" if h.error is None else "failed"
         elif h.gate == ("route",):
             out["phase"] = "fetch-route"
+        elif h.gate == ("pick",):  # the thread level: held before it picks its queue
+            out["phase"] = "pick-queue"
         elif h.gate is not None and h.gate[0] == "send":
             out["phase"] = "send"
             out["queue"] = h.gate[1]
-        elif h.gate is not None and h.gate[0] == "backoff":
+        elif h.gate is not None and h.gate[0] in ("backoff", "retry"):  # retry: the back-off over (thread level)
             out["phase"] = "throttled-wait"
             out["backoff"] = int(h.gate[1])
             out["waited"] = h.waited

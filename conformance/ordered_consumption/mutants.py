@@ -10,7 +10,9 @@ Engines (each spends a *count*, scaled by ``Budget.scale``; seconds only cap):
 
 * ``explorer``: every call sequence of up to ``EXPLORER_DEPTH`` calls on each configuration,
   shortest first (generate.action_sequences), replayed against the implementation;
-* ``random``  : seeded random walks from the consistent model states (``Checker.walk``).
+* ``random``  : seeded random walks from the consistent model states (``Checker.walk``);
+* ``thread-steps``: the thread level (``thread_steps.py``): seeded walks over the threads' own steps,
+  the reference held at its scheduling points (the only engine that sees ``fifo-unlock-before-let-go``).
 
 The configurations (``TRACE_CONFIGS``) are the model's role configurations with the full broker --
 invisible time that runs out while the client holds a message included (issue 32: the reference and
@@ -154,28 +156,25 @@ def _fifo_never_dlq(self, m):
 
 def _no_signal_after_unlock(self, pq, e):
     """顺序 step 9: the process queue is unlocked but the dispatcher is not signalled (a lost wake-up:
-    a message cached meanwhile waits until the next receive signals).  ``PushConsumer._fifo_task``
+    a message cached meanwhile waits until the next receive signals).  ``PushConsumer._fifo_release``
     without its last line."""
-    m = e.message
-    try:
-        remembered = pq.recall(m)
-        if remembered is not None:
-            outcome, attempt = remembered
-            attempt = max(m.delivery_attempt, attempt)
-        else:
-            outcome, attempt = self._fifo_consume(m)
-        if outcome is None:
-            return
-        if outcome == "ack":
-            result = self._settle_until_ok(lambda: self._ack(m))
-        else:
-            result = self._settle_until_ok(lambda: self._forward(m, attempt))
-        if result == "rejected":
-            pq.remember(m, outcome, attempt)
-    finally:
-        pq.erase(e)
-        self._let_go(pq, e)
-        pq.unlock()
+    pq.erase(e)
+    self._let_go(pq, e, signalled_next=pq)
+    self._sched.point("fifo.unlock", pq)
+    pq.unlock()
+
+
+def _unlock_before_let_go(self, pq, e):
+    """顺序 step 9 before the end of the settle: the worker unlocks the process queue and signals the
+    dispatcher, and only then erases the settled message and lets it go (C6).  The dispatcher may lock
+    again and take from a cache that still counts the settled message (a receive loop waiting for room
+    is not woken), before a redelivery waiting behind it is pending.  Between calls the two orders end
+    alike: only a step of another thread in between shows it (the thread level)."""
+    self._sched.point("fifo.unlock", pq)
+    pq.unlock()
+    self._dispatcher.signal(pq)
+    pq.erase(e)
+    self._let_go(pq, e)
 
 
 # -- rebalance ----------------------------------------------------------------------------------------------
@@ -247,7 +246,9 @@ MUTANTS: dict[str, Mutant] = {m.name: m for m in [
     Mutant("fifo-never-dlq", "FIFO never forwards a failing message to the DLQ", "fifo",
            ((PC, "_fifo_consume", _fifo_never_dlq),)),
     Mutant("fifo-unlock-no-signal", "FIFO unlocks the process queue without signalling the dispatcher", "fifo",
-           ((PC, "_fifo_task", _no_signal_after_unlock),)),
+           ((PC, "_fifo_release", _no_signal_after_unlock),)),
+    Mutant("fifo-unlock-before-let-go", "FIFO unlocks the process queue (and signals) before the settled message "
+           "is erased and let go", "fifo", ((PC, "_fifo_release", _unlock_before_let_go),)),
     Mutant("rebalance-keeps-stale-queue", "a rebalance keeps the process queue of a queue taken away", "push",
            ((PC, "rebalance", _keeps_stale_process_queue),)),
     Mutant("simple-ack-retries", "the simple consumer retries a failed ack internally", "simple",
@@ -277,6 +278,7 @@ REQUIREMENTS: dict[str, tuple[str, ...]] = {
     "fifo-exceeds-max-attempts": ("FIFO-010", "FIFO-013"),
     "fifo-never-dlq": ("FIFO-010", "FIFO-011"),
     "fifo-unlock-no-signal": ("FIFO-012",),
+    "fifo-unlock-before-let-go": ("FIFO-012",),
     "rebalance-keeps-stale-queue": ("PUSH-005",),
     "simple-ack-retries": ("SIMPLE-006", "SIMPLE-007"),
 }
@@ -385,7 +387,24 @@ def engine_random(budget: Budget) -> Detection:
                              lambda k: _checker(k)[0])
 
 
-ENGINES = {"explorer": engine_explorer, "random": engine_random}
+#: seeded walks per thread-level configuration (thread_steps.THREAD_CONFIGS) and their length
+THREAD_WALKS = 40
+THREAD_LENGTH = 40
+
+
+def engine_thread_steps(budget: Budget) -> Detection:
+    """The thread level (``thread_steps.py``): the reference's threads held at their scheduling points
+    and stepped one model step at a time in the order the checker chooses, ``THREAD_WALKS`` seeded
+    walks per thread-level configuration, every step checked against the model's thread steps: the
+    engine for interleaving bugs that end alike at every call's quiet point."""
+    from conq.conformance.thread_level import mutant_engine
+
+    from . import thread_steps
+
+    return mutant_engine(thread_steps, budget, THREAD_WALKS, THREAD_LENGTH)
+
+
+ENGINES = {"explorer": engine_explorer, "random": engine_random, "thread-steps": engine_thread_steps}
 
 CATALOGUE = Catalogue("ordered-consumption", MUTANTS, ENGINES)
 

@@ -44,6 +44,10 @@ round-robin indices; it is never held across a request or a back-off, so concurr
 their requests.  Two threads that both miss the cache may both fetch the route; the later result
 wins, and either is a valid route.  A send's own state (attempt number, candidates, last error) is
 local to the calling thread.
+
+Interleaving point (``conq.impl.scheduling``): ``sched.point("send.pick", topic)`` before each attempt
+picks its queue and checks the type (steps 4-5): the model's ``pick``, a thread step of its own at the
+thread level (conformance/ordered_consumption/thread_steps.py).  A no-op on real threads.
 """
 
 from __future__ import annotations
@@ -111,6 +115,7 @@ class Producer:
         self.transactional_retries = transactional_retries
         self.fifo_group_pinning = fifo_group_pinning
         self._lock = sched.lock("producer")
+        self._point = sched.point  # the model's thread step ``pick`` (module docstring); a no-op on real threads
         self._routes: dict[str, tuple[MessageQueue, ...]] = {}
         self._writable: dict[str, tuple[MessageQueue, ...]] = {}
         self._rr: dict[str, int] = {}
@@ -194,6 +199,7 @@ class Producer:
         last: RpcError | None = None
         sent = 0
         for attempt in range(1, limit + 1):
+            self._point("send.pick", message.topic)
             queue = candidates[(attempt - 1) % len(candidates)]  # step 4 / step 7's rotation
             if self.validate_message_type and mtype not in queue.accept_types:  # step 5
                 raise SendError(f"{queue} does not accept {mtype.value} messages", attempts=sent, cause=last)

@@ -118,6 +118,16 @@ is in consumption.  Why no wake-up is lost: a signal is recorded in the dispatch
 lock before the dispatcher can sleep on it; a message cached while the queue is locked is taken after
 the holder's unlock, because the unlock is followed by a signal; a receive loop waiting for room is
 notified by every erase and by drop/cancel, under the process queue's lock it waits on.
+
+Interleaving points (``sched.point``, ``conq.impl.scheduling``): no-ops on real threads; at the model's
+thread steps that no request or listener call already separates, so that the thread level
+(conformance/ordered_consumption/thread_steps.py) can stop a thread there and run others first:
+``dispatch.locked`` (FIFO: the dispatcher holds the lock and has not taken yet, the model's ``take``
+next), ``dispatch.taken`` (standard: after each message the dispatcher took, one model ``dispatch``
+step each), ``consume.remembered`` (C2: a redelivery settled from the memo, before its settle request)
+and ``fifo.unlock`` (the worker let go of its message and has not unlocked yet, the model's
+``unlock`` next).  None is inside a critical section.  (A receive loop woken with room, and a
+back-off that is over, are waits on the clock: the thread level holds them there.)
 """
 
 from __future__ import annotations
@@ -447,6 +457,7 @@ class PushConsumer:
             # 顺序 step 2: lock, or stop (the holder signals when it unlocks)
             if not pq.try_lock():
                 return
+            self._sched.point("dispatch.locked", pq)  # the model's ``take`` is a step of its own
             e = pq.take_earliest()
             if e is None:  # 顺序 step 3: nothing cached: unlock and stop
                 pq.unlock()
@@ -463,6 +474,7 @@ class PushConsumer:
             if not self._pool.submit(lambda e=e: self._standard_task(pq, e)):
                 pq.let_go(e)
                 return
+            self._sched.point("dispatch.taken", pq)  # each take is one step of the model's dispatcher
 
     # ================================================================ consumption
     def _consume(self, m: ReceivedMessage) -> bool:
@@ -512,11 +524,13 @@ class PushConsumer:
         self.channel.change_invisible_duration(self.group, m.topic, m.message_id, m.receipt_handle, delay)
         self._count("invisible_changes")
 
-    def _let_go(self, pq: ProcessQueue, e: Entry) -> None:
+    def _let_go(self, pq: ProcessQueue, e: Entry, signalled_next: ProcessQueue | None = None) -> None:
         """C6: the consumption and settlement of ``e`` are over; a redelivery waiting behind it is
-        pending now, and its process queue's dispatcher is signalled."""
+        pending now, and its process queue's dispatcher is signalled -- unless it is
+        ``signalled_next``, which the caller signals itself right after (FIFO: the unlock's signal,
+        seed 顺序 step 9; signalled here too, the dispatcher would find the queue still locked)."""
         waited = pq.let_go(e)
-        if waited is not None:
+        if waited is not None and waited is not signalled_next:
             self._dispatcher.signal(waited)
 
     def _standard_task(self, pq: ProcessQueue, e: Entry) -> None:
@@ -549,6 +563,7 @@ class PushConsumer:
         try:
             remembered = pq.recall(m)
             if remembered is not None:  # C2: settle the redelivery with the known outcome
+                self._sched.point("consume.remembered", m.message_id)
                 outcome, attempt = remembered
                 attempt = max(m.delivery_attempt, attempt)
                 self._count("memo_settles")
@@ -563,10 +578,18 @@ class PushConsumer:
             if result == "rejected":
                 pq.remember(m, outcome, attempt)  # C1 + C2
         finally:
-            pq.erase(e)
-            self._let_go(pq, e)  # C6: before the unlock, so the redelivery is there to be taken
-            pq.unlock()  # 顺序 step 9: unlock and signal the dispatcher
-            self._dispatcher.signal(pq)
+            self._fifo_release(pq, e)
+
+    def _fifo_release(self, pq: ProcessQueue, e: Entry) -> None:
+        """The FIFO worker is done with ``e`` (settled, given up, or shut down): erase it, let it go,
+        then 顺序 step 9: unlock the process queue and signal the dispatcher."""
+        pq.erase(e)
+        # C6: before the unlock, so the redelivery is there to be taken; promoted into this queue, it is
+        # signalled by the unlock's signal (into the new process queue of a dropped one's: at once)
+        self._let_go(pq, e, signalled_next=pq)
+        self._sched.point("fifo.unlock", pq)
+        pq.unlock()
+        self._dispatcher.signal(pq)
 
     def _fifo_consume(self, m: ReceivedMessage) -> tuple[str | None, int]:
         """顺序 steps 4, 5, 7: consume until success or the maximum; (outcome, last attempt)."""
