@@ -177,6 +177,19 @@ def _unlock_before_let_go(self, pq, e):
     self._let_go(pq, e)
 
 
+def _signal_before_unlock(self, pq, e):
+    """顺序 step 9, its signal too early: a redelivery that waited behind the settled copy in the same
+    process queue (C6) is signalled to the dispatcher at the let-go, before the worker unlocks (the
+    reference did so until the thread level showed it, issue 35).  The dispatcher may run in between
+    and find the queue still locked; the unlock's own signal comes after.  The call level composes
+    the unlock into the settle answer and cannot tell."""
+    pq.erase(e)
+    self._let_go(pq, e)
+    self._sched.point("fifo.unlock", pq)
+    pq.unlock()
+    self._dispatcher.signal(pq)
+
+
 # -- rebalance ----------------------------------------------------------------------------------------------
 def _keeps_stale_process_queue(self):
     """A rebalance adds process queues for new queues but keeps those of queues taken away (their
@@ -249,6 +262,8 @@ MUTANTS: dict[str, Mutant] = {m.name: m for m in [
            ((PC, "_fifo_release", _no_signal_after_unlock),)),
     Mutant("fifo-unlock-before-let-go", "FIFO unlocks the process queue (and signals) before the settled message "
            "is erased and let go", "fifo", ((PC, "_fifo_release", _unlock_before_let_go),)),
+    Mutant("fifo-signal-before-unlock", "FIFO signals the dispatcher for a redelivery promoted into the worker's "
+           "own process queue before the unlock", "fifo", ((PC, "_fifo_release", _signal_before_unlock),)),
     Mutant("rebalance-keeps-stale-queue", "a rebalance keeps the process queue of a queue taken away", "push",
            ((PC, "rebalance", _keeps_stale_process_queue),)),
     Mutant("simple-ack-retries", "the simple consumer retries a failed ack internally", "simple",
@@ -279,6 +294,7 @@ REQUIREMENTS: dict[str, tuple[str, ...]] = {
     "fifo-never-dlq": ("FIFO-010", "FIFO-011"),
     "fifo-unlock-no-signal": ("FIFO-012",),
     "fifo-unlock-before-let-go": ("FIFO-012",),
+    "fifo-signal-before-unlock": ("FIFO-012",),
     "rebalance-keeps-stale-queue": ("PUSH-005",),
     "simple-ack-retries": ("SIMPLE-006", "SIMPLE-007"),
 }

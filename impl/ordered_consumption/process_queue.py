@@ -237,6 +237,9 @@ class ProcessQueue:
         self.full_waits = 0
         self._seq = 0
 
+    def __str__(self) -> str:  # names the queue in a scheduler's log (a seed replays the same log)
+        return f"pq {self.mq}"
+
     # ------------------------------------------------------------------ receive side
     def cached(self) -> tuple[int, int]:
         with self.lock:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from conq.conformance.consumer_lists.thread_steps import thread_model
+from conq.conformance.ordered_consumption.thread_steps import thread_model as ordered_thread_model
 from conq.conformance.spark_replay import (ReplayError, ReplayParams, close_session, graph_out_of_reach,
                                            replay_blocks, replay_one, run_replay, target_model)
 
@@ -26,9 +27,11 @@ def test_thread_level_targets_and_their_errors():
     assert target_model(thread(config_name=None)).config == thread_model("one-acquirer").config
     with pytest.raises(ReplayError, match="no thread-level configuration 'small'"):
         target_model(thread(config_name="small"))
-    # (recovery deferral has a thread level too since issue 35; ordered consumption has none)
-    with pytest.raises(ReplayError, match="thread"):
+    # (every system has a thread level since issue 35, each with its own configurations)
+    with pytest.raises(ReplayError, match="no thread-level configuration 'reference'"):
         target_model(thread(model="ordered-consumption", config_name="reference"))
+    assert target_model(thread(model="ordered-consumption", config_name="push-fifo")).config == \
+        ordered_thread_model("push-fifo").config
     with pytest.raises(ReplayError, match="--level must be call or thread"):
         target_model(thread(level="step"))
     # the thread-level target beyond the explorer, matched on the resolved configuration (strings

@@ -130,7 +130,17 @@ def test_a_bad_level_in_init_is_refused_clearly():
     assert (bad["code"], bad["definite"]) == (10, True) and "'level' must be one of call, thread" in bad["text"]
     wrong_type, = _serve(_init(7))
     assert wrong_type["code"] == 10 and "init: field 'level' must be string" in wrong_type["text"]
-    other, = _serve(_init("thread", model="ordered-consumption"))  # a system without a thread level
+    # a system without a thread level (every system of the project has one since issue 35: the light
+    # switch of test_new_system.py, registered by its target as a user's own system would be)
+    from pathlib import Path
+
+    from conq.conformance import systems
+
+    systems.register(f"{Path(__file__).resolve().parent.parent / 'test_new_system.py'}:SYSTEM")
+    try:
+        other, = _serve(_init("thread", model="toy-switch"))
+    finally:
+        systems.unregister("toy-switch")
     assert other["code"] == 14 and "no thread level" in other["text"]
     call_level, = _serve(_init(None))  # the call level is unchanged: no level, no thread driver
     assert call_level["type"] == "init_ok" and "ThreadSteps" not in call_level["implementation"]

@@ -28,6 +28,7 @@ from conq.conformance.ordered_consumption import build_corpus as corpus
 from conq.conformance.ordered_consumption import mutants
 from conq.conformance.ordered_consumption.calls import OrderedConsumptionCalls
 from conq.conformance.ordered_consumption.driver import OrderedConsumptionDriver
+from conq.conformance.ordered_consumption.thread_steps import STEP_KINDS, THREAD_CONFIGS
 from conq.conformance.suite import run_suite
 from conq.conformance.trace import read
 from conq.conformance.views import conformance_model
@@ -158,7 +159,13 @@ def test_golden_corpus_verdicts():
     assert res.corpus >= 40 and res.corpus_ok == res.corpus, [f.describe(model) for f in res.failures]
     traces = [read(p) for p in CORPUS.glob("*.ndjson")]
     assert {t.expect for t in traces} == {"pass", "diverge"}
-    assert {p.stem.removeprefix("diverge-") for p in CORPUS.glob("diverge-*.ndjson")} <= set(mutants.MUTANTS)
+    assert {p.stem.removeprefix("diverge-").removeprefix("thread-") for p in CORPUS.glob("diverge-*.ndjson")} <= set(mutants.MUTANTS)
+    # the thread level's golden traces (issue 35): walks on every thread-level configuration, the shortest
+    # trace ending with each thread step, and the interleaving bug no call-level trace shows
+    thread = [t for t in traces if t.level == "thread"]
+    assert {t.config_name for t in thread} == set(THREAD_CONFIGS)
+    assert {t.expect for t in thread} == {"pass", "diverge"}
+    assert {p.stem.rsplit("-", 2)[1] for p in CORPUS.glob("pass-thread-*.ndjson") if not p.stem[-1].isdigit()} == set(STEP_KINDS)
     # every call kind of every configuration's view has its shortest trace
     kinds = {p.stem.rsplit("-", 1)[1] for p in CORPUS.glob("pass-*.ndjson")}
     assert {"route_answer", "send_answer", "tick", "receive_answer", "dispatch", "listener_returns", "ack_answer",

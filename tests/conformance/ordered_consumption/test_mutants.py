@@ -18,8 +18,12 @@ from conq.conformance.ordered_consumption import mutants
 
 pytestmark = pytest.mark.slow
 
-#: cheapest killers first: random walks kill most mutants in a few traces
-ORDER = ["random", "explorer"]
+#: cheapest killers first: random walks kill most mutants in a few traces; the thread level last (issue
+#: 35), so that a mutant it kills has survived both call-level engines first
+ORDER = ["random", "explorer", "thread-steps"]
+#: the interleaving bugs only the thread level shows: every step of another thread between the worker's
+#: let-go and its unlock (conformance/ordered_consumption/thread_steps.py)
+THREAD_ONLY = ["fifo-signal-before-unlock", "fifo-unlock-before-let-go"]
 
 
 @pytest.fixture(scope="module")
@@ -28,6 +32,7 @@ def matrix():
         # the reference row spends every engine's whole count: smaller counts keep CI time down
         mp.setattr(mutants, "EXPLORER_SEQUENCES", 300)
         mp.setattr(mutants, "RANDOM_TRACES", 200)
+        mp.setattr(mutants, "THREAD_WALKS", 20)
         m = mutants.run_catalog(engines=ORDER, budget=Budget(max_seconds=600), first_kill=True)
     assert not capped_cells(m), f"the safety cap was hit (the machine is far too slow, or an engine hangs): {capped_cells(m)}"
     return m
@@ -37,6 +42,15 @@ def test_the_reference_passes_every_engine(matrix):
     ref = matrix["(reference)"]
     assert list(ref) == ORDER
     assert not [e for e, d in ref.items() if d.killed], {e: d.detail for e, d in ref.items() if d.killed}
+
+
+@pytest.mark.parametrize("name", THREAD_ONLY)
+def test_an_interleaving_bug_survives_the_call_level_and_is_killed_at_thread_level(matrix, name):
+    row = matrix[name]
+    assert not row["random"].killed and not row["explorer"].killed, {e: d.detail for e, d in row.items()}
+    assert row["thread-steps"].killed and "push-fifo" in row["thread-steps"].detail, row["thread-steps"].detail
+    assert [m for m, r in matrix.items() if m != "(reference)" and not r["random"].killed
+            and not r["explorer"].killed] == [m for m in mutants.MUTANTS if m in THREAD_ONLY]
 
 
 def test_every_mutant_is_killed(matrix):
@@ -75,7 +89,7 @@ def test_the_catalogue_is_registered_for_the_generic_command():
     from conq.conformance.mutation import catalogue
 
     cat = catalogue("ordered-consumption")
-    assert cat.mutants is mutants.MUTANTS and list(cat.engines) == ["explorer", "random"]
+    assert cat.mutants is mutants.MUTANTS and list(cat.engines) == ["explorer", "random", "thread-steps"]
 
 
 def test_each_mutant_is_linked_from_the_requirements_it_breaks():

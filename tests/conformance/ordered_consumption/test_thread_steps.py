@@ -142,18 +142,30 @@ def test_a_redelivery_promoted_into_the_workers_own_queue_is_signalled_by_the_un
         d.close()
 
 
-def test_unlock_before_let_go_is_caught_at_thread_level_and_not_at_call_level():
-    bug = mutants.MUTANTS["fifo-unlock-before-let-go"]
+#: (mutant, thread-level configuration, call-level exhaustive length reaching its scenario, its sequences)
+INTERLEAVING_BUGS = [("fifo-unlock-before-let-go", "push-fifo", 5, 900),  # receive, dispatch, listener, ack
+                     # receive, dispatch, expire, the redelivery's receive, listener, the copy's stale ack
+                     ("fifo-signal-before-unlock", "push-fifo-redelivery", 7, 1000)]
+
+
+@pytest.mark.parametrize("name, config, length, sequences", INTERLEAVING_BUGS)
+def test_an_interleaving_bug_is_caught_at_thread_level_and_not_at_call_level(name, config, length, sequences):
+    """Unlocking before the let-go, or signalling the redelivery at the let-go: between calls both end
+    where the reference does (the call level composes the unlock into the settle answer); a step of
+    another thread in between shows them."""
+    bug = mutants.MUTANTS[name]
+    named, overrides = ts.THREAD_CONFIGS[config]
     with bug.applied():
-        r = ts.check_threads(InProcess(ts.ThreadStepsDriver), "push-fifo", walks=20, length=30)
+        r = ts.check_threads(InProcess(ts.ThreadStepsDriver), config, walks=20, length=30)
         assert not r.ok and r.divergence.kind == "snapshot", r.describe()
         assert r.minimised is not None and r.minimised[-1][0] in ("ack_answer", "forward_to_dlq_answer")
-        # every call sequence of up to 5 calls, and random walks: the call level ends every call where the
-        # reference does
-        exhaustive, _ = run_suite("ordered-consumption", config_name="push-fifo", traces=10_000, length=5,
-                                  mode="exhaustive")
-        walks, _ = run_suite("ordered-consumption", config_name="push-fifo", traces=40, length=40, seed=3)
-    assert exhaustive.ok and exhaustive.traces == exhaustive.exhaustive_traces > 900 and walks.ok and walks.traces == 40
+        # every call sequence long enough to reach the bug's scenario, and random walks, on the same
+        # configuration: the call level ends every call where the reference does
+        exhaustive, _ = run_suite("ordered-consumption", config_name=named, overrides=overrides or None,
+                                  traces=10_000, length=length, mode="exhaustive")
+        walks, _ = run_suite("ordered-consumption", config_name=named, overrides=overrides or None, traces=40,
+                             length=40, seed=3)
+    assert exhaustive.ok and exhaustive.traces == exhaustive.exhaustive_traces > sequences and walks.ok and walks.traces == 40
     assert "thread-steps" in mutants.ENGINES and mutants.REQUIREMENTS[bug.name] == ("FIFO-012",)
 
 
