@@ -482,10 +482,12 @@ def _resolve_successors(chk: _Checks, states: Any) -> None:
     packed value)``: the successor's id instead of its value (it was admitted, in ``states``)."""
     import numpy as np
 
-    arr = np.frombuffer(states, dtype=np.uint64) if len(states) else np.empty(0, dtype=np.uint64)
     for d in (chk.violated_step, chk.witnessed_step):
         for name, (i, k, y) in list(d.items()):
-            at = np.flatnonzero(arr == np.uint64(y))
+            if isinstance(states, list):  # (states of several words)
+                at = [states.index(y)] if y in states else []
+            else:
+                at = np.flatnonzero(np.frombuffer(states, dtype=np.uint64) == np.uint64(y))
             d[name] = (i, k, int(at[0]) if len(at) else len(states))  # (not admitted: a bound cut it)
 
 
@@ -539,11 +541,12 @@ def _explore_packed(model: Model, packed, max_states, liveness, keep_edges, prog
     if watch is not None:
         watch.arm()
     try:
-        if not keep_edges and codec.total_bits <= 64:
+        if not keep_edges:
             # a level at a time in arrays (levels.LevelSearch, issue 36): the same ids, parents and
-            # paths; a step check it reports names its successor by value, resolved below
+            # paths (states of several words told apart by all of them: exact); a step check it
+            # reports names its successor by value, resolved below
             bulk = LevelSearch(packed, chk, max_states, parent, via, lambda i, k, y: (i, k, y), states, box, watch,
-                               progress, t0)
+                               progress, t0, exact=True)
             bulk.run(packed.inits)
             transitions, complete, stop_reason = bulk.transitions, bulk.complete, bulk.stop_reason
             depth_marks[1:] = list(accumulate(bulk.level_sizes))

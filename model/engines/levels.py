@@ -53,6 +53,17 @@ def merge_sorted(seen: Any, new: Any, *with_ids: tuple) -> tuple:
     return (np.insert(seen, at, new), *(np.insert(a, at, b) for a, b in with_ids))
 
 
+def _same_words(Y: Any, rep: Any) -> None:
+    """Every state of ``Y`` has the words of the state ``rep`` names for it (the first of its
+    fingerprint): else two states share a fingerprint, which an exact search must not merge."""
+    from conq.model.engines.packing import PackingError
+    from conq.model.engines.vector import cols
+
+    if not (cols(Y, rep) == Y).all():
+        raise PackingError("two states share a 64-bit fingerprint: an exact search of this packing "
+                           "cannot go a level at a time")
+
+
 #: numpy's dtype for each ``array`` typecode the searches keep parents and positions in
 _DTYPE = {"l": np.int64, "q": np.int64, "i": np.int32, "I": np.uint32, "H": np.uint16, "B": np.uint8}
 
@@ -81,8 +92,8 @@ class LevelSearch:
 
     def __init__(self, packed: Any, chk: Any, max_states: int | None, parent: Any, via: Any,
                  step_where: Any, keep: Any = None, box: list | None = None, watch: Any = None,
-                 progress: Any = None, t0: float = 0.0):
-        from conq.model.engines.vector import fingerprints, vector_view
+                 progress: Any = None, t0: float = 0.0, exact: bool = False):
+        from conq.model.engines.vector import Table, fingerprints, vector_view
 
         self.vx = vx = vector_view(packed)
         self.chk = chk
@@ -100,7 +111,10 @@ class LevelSearch:
         self.n = 0
         self._quiet: list = [None, None]
         self.seen = np.empty(0, dtype=np.uint64)
-        self.seen_bytes = 0
+        #: ``exact`` with a packing of several words: states are told apart by all their words (a
+        #: hash table of every state seen), not by their fingerprints alone; the fingerprint only
+        #: sorts, and two states found to share one are a PackingError (the search on tuples then)
+        self.table = Table(vx.W, 10, np.int8) if exact and vx.W > 1 else None
 
     def _admit(self, new: Any, keys: Any, src: Any, k: Any) -> None:
         """Admit the states ``new`` (words, in admission order; ``keys`` theirs) with their parents
@@ -116,7 +130,10 @@ class LevelSearch:
             else:
                 self.keep.frombytes(new[0].tobytes())
         self.n = n + new.shape[1]
-        self.seen = merge_sorted(self.seen, np.sort(keys))[0]
+        if self.table is not None:
+            self.table.insert_new(new, np.zeros(new.shape[1], dtype=np.int8))
+        else:
+            self.seen = merge_sorted(self.seen, np.sort(keys))[0]
         chk = self.chk
         if self._quiet[0] is not chk.quiet[0]:
             self._quiet = [chk.quiet[0], VectorPredicate(chk.quiet[0], self.vx.W)]
@@ -160,7 +177,11 @@ class LevelSearch:
                                     self.step_where(first + c0 + i, p - int(ends[i] - cnt[i]), y))
                 f = key(Y)
                 u, firsts = first_occurrences(f)
-                firsts = np.sort(firsts[unseen(self.seen, u)])
+                if self.table is None:
+                    firsts = np.sort(firsts[unseen(self.seen, u)])
+                else:
+                    _same_words(Y, firsts[np.searchsorted(u, f)])
+                    firsts = np.sort(firsts[self.table.get(cols(Y, firsts)) < 0])
                 src = np.searchsorted(ends, firsts, side="right")
                 cand_f.append(f[firsts])
                 cand_x.append(cols(Y, firsts))
@@ -177,9 +198,16 @@ class LevelSearch:
                                                      time.perf_counter() - self.t0, watch.last_rss))
                         watch.arm()
             F = np.concatenate(cand_f)
-            # a state found by two chunks: the earlier (one chunk's candidates are distinct, in order)
-            order = self._cut(np.sort(first_occurrences(F)[1]) if len(cand_f) > 1 else np.arange(len(F)))
-            new = cols(np.concatenate(cand_x, axis=1), order)
+            X_all = np.concatenate(cand_x, axis=1)
+            if len(cand_f) > 1:  # a state found by two chunks: the earlier
+                u, firsts = first_occurrences(F)
+                if self.table is not None:
+                    _same_words(X_all, firsts[np.searchsorted(u, F)])
+                order = self._cut(np.sort(firsts))
+            else:  # (one chunk's candidates are distinct, in order)
+                order = self._cut(np.arange(len(F)))
+            new = cols(X_all, order)
+            del X_all
             del cand_x
             first = self.n
             self._admit(new, F[order], np.concatenate(cand_src)[order], np.concatenate(cand_k)[order])

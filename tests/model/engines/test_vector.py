@@ -85,10 +85,14 @@ def test_the_hash_table_finds_what_it_was_given_through_collisions_and_growth():
         assert (t.get(absent) == -1).all()
 
 
-@pytest.mark.parametrize("config,overrides", [("acquire-no-cas", {}), ("upstream-remove", {}), WIDE])
-def test_fingerprint_mode_in_arrays_keeps_the_tuple_search_ids_parents_and_paths(config, overrides):
+@pytest.mark.parametrize("config,overrides,fingerprints", [("acquire-no-cas", {}, True), ("upstream-remove", {}, True),
+                                                          (*WIDE, True), (*WIDE, False)])
+def test_the_array_searches_keep_the_tuple_search_ids_parents_and_paths(config, overrides, fingerprints):
+    """Fingerprint mode, and the default mode on a packing of two words (exact: states told apart
+    by their words, not their fingerprints)."""
     def run(model):
-        ex = explore(model, liveness=False, fingerprints=True)
+        ex = explore(model, liveness=False, fingerprints=fingerprints)
+        assert getattr(ex, "packed_fallback", "") == ""
         return (ex.states, ex.transitions, ex.depth, ex.complete, list(ex.parent), list(ex.via),
                 [(v.prop.name, v.status, None if v.path is None else list(v.path.steps)) for v in ex.verdicts])
 
