@@ -1,9 +1,9 @@
 """The thread level, for every system that has one: campaigns of checker-chosen interleavings.
 
-A system's thread-step view (``conformance/<system>/thread_steps.py``: consumer lists, recovery
-deferral) is a :class:`~conq.model.kernel.Model` whose actions are the environment's steps and the
-threads' ``("step", kind, n, ...)`` requests, every state a state of the system's model.  This
-module runs an implementation against such a view, the same way for every system (issue 35):
+A system's thread-step view (``conformance/<system>/thread_steps.py``: consumer lists, ordered
+consumption, recovery deferral) is a :class:`~conq.model.kernel.Model` whose actions are the
+environment's steps and the threads' ``("step", kind, n, ...)`` requests, every state a state of
+the system's model.  This module runs an implementation against such a view, the same way for every system (issue 35):
 
 * seeded random walks (walk ``k`` uses seed ``seed + k``; ``probe`` > 0 also sends steps and calls
   no consistent state enables, which the implementation must refuse with error 13,
@@ -253,3 +253,43 @@ def mutant_engine(thread_steps: Any, budget: Any, walks: int, length: int) -> An
             return clock.capped(f"{steps} thread steps")
     return clock.survived(f"{walks} walks of {length} on {len(thread_steps.THREAD_CONFIGS)} configurations conform",
                           f"{steps} thread steps")
+
+
+# -- the generated port references' "Thread level" sections (conformance/port_reference.py) ----------------
+
+def results_seen(thread_model: Any, configs: Any, cap: int) -> tuple[dict[tuple[str, str], set], list[str]]:
+    """Per (request kind, label name) -- the kind ``step KIND`` for ``["step", KIND, ...]`` -- the
+    result shapes (:func:`result_shape`, as JSON) seen over the reachable states of each
+    configuration's thread-step view ``thread_model(name)`` (at most ``cap`` states each, depth
+    first); and each configuration as ``init`` sends it (``name: {config}``)."""
+    import json
+
+    from conq.model.kernel import config_dict
+
+    results: dict[tuple[str, str], set] = {}
+    lines = []
+    for name in configs:
+        model = thread_model(name)
+        lines.append(f"{name}: {json.dumps(config_dict(model.config), separators=(',', ':'), default=str)}")
+        seen = set(model.init_states())
+        todo = sorted(seen, key=repr)
+        while todo and len(seen) < cap:
+            s = todo.pop()
+            for a, (label, result), t in model.successors(s):
+                kind = f"step {a[1]}" if a[0] == "step" else a[0]
+                results.setdefault((kind, label[0]), set()).add(json.dumps(result_shape(result)).replace('"<n>"', "n"))
+                if t not in seen:
+                    seen.add(t)
+                    todo.append(t)
+    return results, lines
+
+
+def result_shape(v: Any) -> Any:
+    """A result with its numbers replaced by their kind (the tables show shapes, not values)."""
+    if isinstance(v, bool) or v is None or isinstance(v, str):
+        return v
+    if isinstance(v, int):
+        return "<n>"
+    if isinstance(v, tuple):
+        return [result_shape(x) for x in v]
+    return v

@@ -20,7 +20,7 @@ thread level on every thread-level configuration; ``pass-thread-<config>-<thread
 shortest sequence ending with each thread step (``["step", thread, n]`` running model step ``step``);
 and ``diverge-thread-fifo-unlock-before-let-go.ndjson``, the planted interleaving bug no call-level
 trace shows, caught by an observation at thread level (snapshots off) on ``push-fifo-one-cached``: the
-receive loop waiting for room is not woken by an ack answer whose worker has not erased its message yet.
+receive loop waiting for room is not woken by a settle answer whose worker has not erased its message yet.
 """
 
 from __future__ import annotations

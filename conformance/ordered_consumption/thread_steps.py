@@ -61,8 +61,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from conq.model.kernel import config_dict
-
 from .. import thread_level
 from ..adapters import ActionRejected
 from ..thread_level import ThreadRun
@@ -429,34 +427,11 @@ _STEPS = (
 )
 
 
-def _results_seen(cap: int) -> tuple[dict[tuple[str, str], set], list[str]]:
-    """Per (request kind, label name): the result shapes seen over each thread-level configuration's
-    reachable states (at most ``cap`` states each); and each configuration as ``init`` sends it."""
-    import json
-
-    results: dict[tuple[str, str], set] = {}
-    configs = []
-    for name in THREAD_CONFIGS:
-        model = thread_model(name)
-        configs.append(f"{name}: {json.dumps(config_dict(model.config), separators=(',', ':'), default=str)}")
-        seen = set(model.init_states())
-        todo = sorted(seen, key=repr)
-        while todo and len(seen) < cap:
-            s = todo.pop()
-            for a, (label, result), t in model.successors(s):
-                kind = f"step {a[1]}" if a[0] == "step" else a[0]
-                results.setdefault((kind, label[0]), set()).add(json.dumps(_shape(result)).replace('"<n>"', "n"))
-                if t not in seen:
-                    seen.add(t)
-                    todo.append(t)
-    return results, configs
-
-
 def reference_section(cap: int = 3_000) -> list[str]:
     """The "Thread level" section of spec/ports/ordered-consumption.md, from the thread-level view:
     every configuration it runs on and, per request and label, the results seen over its reachable
     states (the first ``cap`` of each: 500 already see every result, the whole graphs add none)."""
-    results, configs = _results_seen(cap)
+    results, configs = thread_level.results_seen(thread_model, THREAD_CONFIGS, cap)
     out = ["## Thread level", "",
            ("A port may also be driven at the thread level (`conq conformance ordered-consumption --level thread`; "
             "`init` carries `\"level\": \"thread\"` and the port confirms with the feature `thread-steps` in "
@@ -492,13 +467,3 @@ def reference_section(cap: int = 3_000) -> list[str]:
     out += configs + ["```", ""]
     return out
 
-
-def _shape(v: Any) -> Any:
-    """A result with its numbers replaced by their kind (the table shows shapes, not values)."""
-    if isinstance(v, bool) or v is None or isinstance(v, str):
-        return v
-    if isinstance(v, int):
-        return "<n>"
-    if isinstance(v, tuple):
-        return [_shape(x) for x in v]
-    return v

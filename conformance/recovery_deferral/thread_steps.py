@@ -322,25 +322,7 @@ _STEPS = (
 def reference_section(cap: int = 20_000) -> list[str]:
     """The "Thread level" section of spec/ports/recovery-deferral.md, from the thread-level view:
     every configuration it runs on and, per step, the results seen over its reachable states."""
-    import json
-
-    from conq.model.kernel import config_dict
-
-    results: dict[str, set] = {}
-    configs = []
-    for name in THREAD_CONFIGS:
-        model = thread_model(name)
-        configs.append(f"{name}: {json.dumps(config_dict(model.config), separators=(',', ':'), default=str)}")
-        seen = set(model.init_states())
-        todo = list(seen)
-        while todo and len(seen) < cap:
-            s = todo.pop()
-            for a, (label, result), t in model.successors(s):
-                kind = f"step {a[1]}" if a[0] == "step" else a[0]
-                results.setdefault((kind, label[0]), set()).add(json.dumps(_shape(result)).replace('"<n>"', "n"))
-                if t not in seen:
-                    seen.add(t)
-                    todo.append(t)
+    results, configs = thread_level.results_seen(thread_model, THREAD_CONFIGS, cap)
     out = ["## Thread level", "",
            ("A port may also be driven at the thread level (`conq conformance recovery-deferral --level thread`; "
             "`init` carries `\"level\": \"thread\"` and the port confirms with the feature `thread-steps` in "
@@ -367,13 +349,3 @@ def reference_section(cap: int = 20_000) -> list[str]:
     out += configs + ["```", ""]
     return out
 
-
-def _shape(v: Any) -> Any:
-    """A result with its numbers replaced by their kind (the table shows shapes, not values)."""
-    if isinstance(v, bool) or v is None or isinstance(v, str):
-        return v
-    if isinstance(v, int):
-        return "<n>"
-    if isinstance(v, tuple):
-        return [_shape(x) for x in v]
-    return v
