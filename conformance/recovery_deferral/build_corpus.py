@@ -20,7 +20,9 @@ thread-level configuration.
 
 from __future__ import annotations
 
+import argparse
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 
 from conq.conformance.adapters import InProcess
@@ -31,7 +33,11 @@ CORPUS = Path(__file__).resolve().parent / "corpus"
 MODEL = "recovery-deferral"
 
 
-def build(directory: Path = CORPUS, *, per_config: int = 2, length: int = 40) -> list[Path]:
+def build(directory: Path = CORPUS, *, per_config: int = 2, length: int = 40, configs: Iterable[str] | None = None,
+          kills: Iterable[str] | None = None) -> list[Path]:
+    """Every golden trace, or (``configs``, ``kills``) those of the configurations and mutants named: a
+    configuration or mutant added later gets its files without rewriting the others (each walk's seed
+    comes from the configuration's place in ``TRACE_CONFIGS``)."""
     from . import mutants
     from .driver import RecoveryDeferralDriver
     from conq.conformance.generate import derive_seed
@@ -40,6 +46,8 @@ def build(directory: Path = CORPUS, *, per_config: int = 2, length: int = 40) ->
     directory.mkdir(parents=True, exist_ok=True)
     written = []
     for n, cfg in enumerate(mutants.TRACE_CONFIGS):
+        if configs is not None and cfg not in configs:
+            continue
         model = conformance_model(MODEL, cfg)
         checker = Checker(model, InProcess(RecoveryDeferralDriver))
         try:
@@ -56,11 +64,16 @@ def build(directory: Path = CORPUS, *, per_config: int = 2, length: int = 40) ->
         finally:
             checker.impl.close()
 
-    matrix = mutants.run_catalog(engines=["explorer", "random"], first_kill=True)
+    if kills is not None and not kills:
+        return written
+    matrix = mutants.run_catalog(None if kills is None else list(kills), engines=["explorer", "random"], first_kill=True)
     return written + record_kills(matrix, directory, replay, lambda name: mutants.MUTANTS[name].bug)
 
-def build_thread_level(directory: Path = CORPUS, *, per_config: int = 2, length: int = 30) -> list[Path]:
-    """The thread level's golden traces (module docstring)."""
+
+def build_thread_level(directory: Path = CORPUS, *, per_config: int = 2, length: int = 30,
+                       configs: Iterable[str] | None = None) -> list[Path]:
+    """The thread level's golden traces (module docstring), of every thread-level configuration or of
+    ``configs``."""
     from conq.conformance.corpus import record_thread_walks
     from conq.conformance.generate import derive_seed
 
@@ -68,11 +81,22 @@ def build_thread_level(directory: Path = CORPUS, *, per_config: int = 2, length:
 
     directory.mkdir(parents=True, exist_ok=True)
     seeds = [derive_seed(2035, k) for k in range(per_config)]
-    return record_thread_walks(thread_steps, directory, thread_steps.THREAD_CONFIGS, seeds, length,
+    names = [c for c in thread_steps.THREAD_CONFIGS if configs is None or c in configs]
+    return record_thread_walks(thread_steps, directory, names, seeds, length,
                                lambda: InProcess(thread_steps.ThreadStepsDriver))
 
 
 if __name__ == "__main__":
-    for p in build_thread_level() if "--thread-level" in sys.argv[1:] else build():
+    # --thread-level: the thread level's traces; --config NAME / --mutant NAME (repeatable): only those
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--thread-level", action="store_true")
+    ap.add_argument("--config", action="append", dest="configs")
+    ap.add_argument("--mutant", action="append", dest="kills")
+    args = ap.parse_args()
+    if args.thread_level:
+        paths = build_thread_level(configs=args.configs)
+    else:
+        paths = build(configs=args.configs, kills=args.kills if args.kills or args.configs is None else [])
+    for p in paths:
         print(p)
     sys.exit(0)

@@ -231,6 +231,12 @@ def _drop_without_context(self, producer_id, method, argument):
         _orig_defer(self, producer_id, method, argument)
 
 
+def _known_is_stored(self, st, producer_id):
+    """Upstream ``PendingRecoveries.contextFor``: an up is tied to the stored recovery only, never to a
+    newer one whose resent events came before its late onRecoveryInitiated (DEV-032)."""
+    return st.context.request_id if st.context is not None and st.context.valid else 0
+
+
 def _check_every_context(self, d):
     """The deferred up reads the pending tasks of every context, not of its own recovery."""
     st = self._producer(d.producer_id)
@@ -329,6 +335,10 @@ MUTANTS: dict[str, Mutant] = {
         Mutant("poll-then-deliver", "the check reads 0, then delivers without holding the producer's lock: a new "
                "recovery in between does not stop it (upstream, DEV-015)", "stale up",
                ((CGL, "_check", _poll_then_deliver),)),
+        Mutant("up-tied-to-stored-recovery", "an up is correlated with the stored recovery only, not with a newer one "
+               "whose resent events came before its late onRecoveryInitiated (upstream, DEV-032): delivered before "
+               "that recovery's events, or lost to the late initiation", "stale up",
+               ((CGL, "_known_locked", _known_is_stored),)),
         Mutant("second-up-cancels-first", "deferring an up cancels the producer's other deferred up (upstream, DEV-014)",
                "lost up", ((CGL, "_defer", _defer_replacing),)),
         Mutant("no-context-up-dropped", "an up with no recovery context is dropped (upstream, DEV-002)", "lost up",
@@ -357,6 +367,7 @@ REQUIREMENTS: dict[str, tuple[str, ...]] = {
     "no-supersede-on-recovery": ("REC-006", "REC-015"),
     "down-does-not-cancel": ("REC-009", "REC-014"),
     "poll-then-deliver": ("REC-009",),
+    "up-tied-to-stored-recovery": ("REC-009", "REC-023"),
     "second-up-cancels-first": ("REC-016", "REC-023"),
     "no-context-up-dropped": ("REC-020",),
     "up-delivered-twice": ("REC-023",),
@@ -395,15 +406,13 @@ def mutant_driver(name: str) -> type:
 
 # -- engines ------------------------------------------------------------------------------------------
 
-#: configurations the trace engines run on: together they enable every action and every outcome
-#: (blocking feeds, re-recoveries, two ups per recovery, ups with no context, errors on the feed
-#: thread, one shared queue, errors about no event, ups at any moment, the legacy pipeline)
+#: configurations the trace engines (and the conformance suite, ``--all-configs``) run on: together they
+#: enable every action and every outcome (blocking feeds, re-recoveries, two ups per recovery, ups with no
+#: context, errors on the feed thread, one shared queue, errors about no event, ups at any moment, the
+#: legacy pipeline, the SDK's late onRecoveryInitiated: DEV-032, issue 32)
 TRACE_CONFIGS = ("reference", "reference-re-recovery", "reference-two-callbacks", "reference-no-context",
                  "reference-sync-errors", "reference-one-queue", "reference-error-without-event",
-                 "reference-up-any-time", "legacy")
-#: the engines' configurations: the conformance ones, and the SDK's late onRecoveryInitiated (DEV-032), which
-#: the Node.js port (ports/node, issue 35) does not implement yet, so it is not a conformance configuration
-ENGINE_CONFIGS = TRACE_CONFIGS + ("reference-late-initiation",)
+                 "reference-up-any-time", "legacy", "reference-late-initiation")
 #: steps per sequence of the explorer engine's shortest-first phase (every sequence up to it)
 EXPLORER_DEPTH = 4
 #: leaves of each configuration's call-level graph whose shortest paths the explorer replays
@@ -463,8 +472,8 @@ def engine_explorer(budget: Budget) -> Detection:
     clock = Clock(budget)
     depth = EXPLORER_DEPTH + max(0, int(budget.scale).bit_length() - 1)
     leaves = budget.count(EXPLORER_LEAVES)
-    phases = [(cfg, lambda cfg=cfg: _checker(cfg)[0], lambda cfg=cfg: _short_sequences(cfg, depth)) for cfg in ENGINE_CONFIGS]
-    phases += [(cfg, lambda cfg=cfg: _checker(cfg)[0], lambda cfg=cfg: _leaf_paths(cfg)[:leaves]) for cfg in ENGINE_CONFIGS]
+    phases = [(cfg, lambda cfg=cfg: _checker(cfg)[0], lambda cfg=cfg: _short_sequences(cfg, depth)) for cfg in TRACE_CONFIGS]
+    phases += [(cfg, lambda cfg=cfg: _checker(cfg)[0], lambda cfg=cfg: _leaf_paths(cfg)[:leaves]) for cfg in TRACE_CONFIGS]
     # sequence i replays with seed i: the seed picks the driver's event ids (driver.ID_SPACES), so the
     # sequences run on URN strings, large and negative ids, and small ones in turn
     det, replayed = replay_until_killed(clock, phases, seed_per_sequence=True)
@@ -473,9 +482,9 @@ def engine_explorer(budget: Budget) -> Detection:
 
 
 def engine_random(budget: Budget) -> Detection:
-    n = len(ENGINE_CONFIGS)
+    n = len(TRACE_CONFIGS)
     return walk_until_killed(Clock(budget), budget.count(RANDOM_TRACES),
-                             lambda i: (ENGINE_CONFIGS[i % n], ENGINE_CONFIGS[i % n]), lambda cfg: _checker(cfg)[0])
+                             lambda i: (TRACE_CONFIGS[i % n], TRACE_CONFIGS[i % n]), lambda cfg: _checker(cfg)[0])
 
 
 def engine_hypothesis(budget: Budget) -> Detection:

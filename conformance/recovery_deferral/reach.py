@@ -15,7 +15,7 @@ def _call_level() -> None:
 
     from . import mutants
 
-    walk_configs(lambda cfg: mutants._checker(cfg)[0], mutants.ENGINE_CONFIGS, range(8))
+    walk_configs(lambda cfg: mutants._checker(cfg)[0], mutants.TRACE_CONFIGS, range(8))
 
 
 def _thread_level() -> None:

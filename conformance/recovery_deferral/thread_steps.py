@@ -63,6 +63,9 @@ THREAD_CONFIGS: dict[str, tuple[str, dict[str, Any]]] = {
     "one-queue": ("reference-one-queue", {}),
     # a second recovery of each producer may start while the first one's up is deferred
     "re-recovery": ("reference-re-recovery", {}),
+    # the SDK's late onRecoveryInitiated (DEV-032): a recovery's resent events and up may come first,
+    # and the feed thread may wait for room with such an event (issue 32)
+    "late-initiation": ("reference-late-initiation", {}),
 }
 #: configurations on which the reference diverges at thread level, left for the lead (none)
 FINDINGS: dict[str, tuple[str, dict[str, Any]]] = {}

@@ -1,7 +1,8 @@
 """Issue 35's acceptance: a recovery-deferral port in JavaScript (Node.js, standard library only,
 conformance/recovery_deferral/ports/node/port.js) passes at both levels, and a planted interleaving
 bug in it (``handoff-in-worker``: the worker completes the waiting feed thread's hand-off itself) is
-caught at the thread level only; a planted call-level bug (``down-keeps-deferred``) at both.
+caught at the thread level only; a planted call-level bug (``down-keeps-deferred``) at both; upstream's
+rule for a late onRecoveryInitiated (``stored-context-only``) on the configuration that has one.
 
 Budgets are counts of traces, never seconds."""
 
@@ -99,6 +100,15 @@ def test_a_planted_call_level_bug_is_caught_at_both_levels(bug):
     calls = conformance("--config", "reference", "--traces", "60")
     assert not calls["ok"] and calls["failures"][0]["minimised"][-1][0] == "status"
     assert not thread_level("reference", walks=60, length=40).ok
+
+
+def test_upstreams_rule_for_a_late_initiation_is_caught_on_that_configuration_only(bug):
+    """Issue 32, DEV-032: ``stored-context-only`` (upstream's rule: an up tied to the stored recovery only)
+    conforms where the SDK initiates first, and diverges once its onRecoveryInitiated may come late."""
+    bug("stored-context-only")
+    assert conformance("--config", "reference-re-recovery", "--traces", "30")["ok"]
+    late = conformance("--config", "reference-late-initiation", "--traces", "30")
+    assert not late["ok"] and late["failures"][0]["minimised"][-1][0] in ("status", "poll"), json.dumps(late)[:3000]
 
 
 def test_an_unknown_bug_name_is_refused():

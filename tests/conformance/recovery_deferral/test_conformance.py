@@ -322,13 +322,37 @@ def test_the_allocation_is_checked_on_real_ids_a_bug_small_ids_cannot_show(name,
     assert any(not r.ok for r in real)
 
 
-@pytest.mark.parametrize("mode", ["random", "coverage"])
-def test_reference_conforms_when_the_sdk_calls_on_recovery_initiated_late(mode):
-    """Issue 32, DEV-032: the model's ``reference-late-initiation`` (the SDK's onRecoveryInitiated after
-    the recovery's resent events and its up) against the reference, driven as the engines drive it."""
-    res, model = run_suite(MODEL, config_name="reference-late-initiation", traces=20, seed=7, length=40, mode=mode)
-    assert res.ok, "\n".join(f.describe(model) for f in res.failures)
-    assert res.steps > 100
+#: reference-late-initiation: producer 0's first recovery runs its event; the resent event of its second
+#: recovery (on queue 1) and the up come before that recovery's onRecoveryInitiated (DEV-032)
+LATE_UP = [("recover", 0), ("feed", 0), ("run", 0), ("done", 0), ("feed", 0), ("status", 0, 0)]
+
+
+def test_upstreams_rule_diverges_where_the_sdk_calls_on_recovery_initiated_late():
+    """Issue 32, DEV-032: reference-late-initiation is a conformance configuration (the suite, the corpus
+    and the thread level run it); the reference conforms on the two ways upstream's rule goes wrong, and
+    that rule (the mutant ``up-tied-to-stored-recovery``: an up tied to the stored recovery only) diverges
+    on both: the up delivered while the new recovery's event is outstanding, and the up lost to the late
+    initiation."""
+    assert "reference-late-initiation" in mutants.TRACE_CONFIGS
+    early = LATE_UP + [("poll", 0, 0)]
+    lost = LATE_UP + [("recover", 0), ("run", 1), ("done", 1), ("poll", 0, 0)]
+    model = conformance_model(MODEL, "reference-late-initiation")
+    ref = Checker(model, InProcess(RecoveryDeferralDriver), snapshots=True)
+    upstream = Checker(model, InProcess(mutants.mutant_driver("up-tied-to-stored-recovery")), snapshots=False)
+    try:
+        a, b = ref.replay(early), ref.replay(lost)
+        assert a.ok and b.ok, (a.divergence or b.divergence).describe()
+        assert a.observations[4:] == [("queued", 1), "deferred", 1]
+        assert b.observations[4:] == [("queued", 1), "deferred", "forwarded-late", ("listener", 1), "completed",
+                                      "delivered"]
+        d = upstream.replay(early).divergence
+        assert d is not None and d.step == len(early) and d.observed == "delivered" and d.allowed == [1]
+        d = upstream.replay(lost).divergence
+        # upstream's late initiation superseded the up: no deferred up left to poll (the driver refuses)
+        assert d is not None and d.step == len(lost) and d.observed == REJECTED and d.allowed == ["delivered"]
+    finally:
+        ref.impl.close()
+        upstream.impl.close()
 
 
 #: reference-late-initiation: producer 0's first resent event of its second recovery arrives while queue 1
