@@ -5,12 +5,14 @@ request once it has room, the dispatcher's lock then take, a FIFO worker's unloc
 settled from a remembered outcome), and the reference, held at its scheduling points
 (impl/ordered_consumption: ``send.pick``, ``dispatch.locked``, ``dispatch.taken``,
 ``consume.remembered``, ``fifo.unlock``) and at two clock wake-ups, conforms to it on every
-thread-level configuration, probes included, in process and through the stdio port.  A planted
-interleaving bug (``fifo-unlock-before-let-go``) is caught here and by no call-level engine.  Budgets
-are counts."""
+thread-level configuration, probes included, in process, through the stdio port and the CLI.  Two
+planted interleaving bugs (``fifo-unlock-before-let-go``; ``fifo-signal-before-unlock``, the
+reference's own order until this level showed it) are caught here and by no call-level sequence.
+Budgets are counts."""
 
 from __future__ import annotations
 
+import json
 import sys
 
 import pytest
@@ -186,3 +188,24 @@ def test_the_reference_port_serves_the_thread_level_over_stdio():
     impl = ts.thread_impl(f"stdio:{sys.executable} -m conq.conformance.port")
     r = ts.check_threads(impl, "push-fifo", walks=6, length=25, probe=0.1)
     assert r.ok and r.walks == 6 and r.steps > 100, r.describe()
+
+
+def test_the_cli_runs_the_thread_level_and_replays_a_failure_alone():
+    from typer.testing import CliRunner
+
+    from conq.cli import app
+
+    runner = CliRunner()
+    ok = runner.invoke(app, ["conformance", "ordered-consumption", "--level", "thread", "--traces", "3", "--json"])
+    assert ok.exit_code == 0, ok.output
+    doc = json.loads(ok.stdout)
+    assert doc["ok"] and [c["config"] for c in doc["configs"]] == list(ts.THREAD_CONFIGS)
+    bad = runner.invoke(app, ["conformance", "ordered-consumption", "--level", "thread", "--impl",
+                              "mutant:fifo-signal-before-unlock", "--config", "push-fifo-redelivery", "--traces", "20",
+                              "--json"])
+    assert bad.exit_code == 1, bad.output
+    f = json.loads(bad.stdout)["configs"][0]
+    assert f["kind"] == "snapshot" and "--impl mutant:fifo-signal-before-unlock" in f["replay"]
+    assert f["minimised"][-1][0] in ("ack_answer", "forward_to_dlq_answer")
+    again = runner.invoke(app, f["replay"].split()[1:] + ["--json"])
+    assert again.exit_code == 1 and json.loads(again.stdout)["configs"][0]["actions"] == f["actions"]
