@@ -54,8 +54,8 @@ class Replay:
 
 
 class ThreadLevel(Protocol):
-    """What a system's thread-step level offers (``--level thread``; consumer lists has one:
-    conformance/consumer_lists/thread_steps.py).  Its configurations are its own, named."""
+    """What a system's thread-step level offers (``--level thread``; each of the project's systems has
+    one: conformance/<system>/thread_steps.py).  Its configurations are its own, named."""
 
     #: the thread-level configurations the suite drives, name -> overrides
     THREAD_CONFIGS: Mapping[str, Any]
