@@ -237,7 +237,7 @@ def mutant_engine(thread_steps: Any, budget: Any, walks: int, length: int) -> An
     """A system's ``thread-steps`` engine of its mutant catalogue (conformance/mutation.py): the
     reference's thread-level driver (``thread_steps.ThreadStepsDriver``, running whatever mutant is
     applied), ``budget.count(walks)`` seeded walks of ``length`` per thread-level configuration, in
-    their order; killed at the first divergence, with its actions as the evidence."""
+    their order; killed at the first divergence, with its minimised actions as the evidence."""
     from .adapters import InProcess
     from .mutation import Clock
 
@@ -248,7 +248,10 @@ def mutant_engine(thread_steps: Any, budget: Any, walks: int, length: int) -> An
         r = thread_steps.check_threads(InProcess(thread_steps.ThreadStepsDriver), cfg, walks=walks, length=length)
         steps += r.steps
         if not r.ok:
-            return clock.killed(f"{cfg}: {r.divergence.describe()}", [list(a) for a in r.actions], f"{steps} thread steps")
+            # the evidence: the delta-debugged sequence that still diverges the same way (the CLI prints it
+            # as the mutant's minimal counterexample), else the whole walk
+            evidence = r.minimised if r.minimised is not None else r.actions
+            return clock.killed(f"{cfg}: {r.divergence.describe()}", [list(a) for a in evidence], f"{steps} thread steps")
         if clock.over():
             return clock.capped(f"{steps} thread steps")
     return clock.survived(f"{walks} walks of {length} on {len(thread_steps.THREAD_CONFIGS)} configurations conform",
