@@ -370,6 +370,9 @@ def explore(
 
 def prove(
     model: Optional[str] = typer.Argument(None, help="Model to prove (default: every model with an encoding)."),
+    config: Optional[str] = typer.Option(None, "--config", "-c", autocompletion=kit.complete_config,
+                                         help="Prove with this named configuration's switches (default: the model's "
+                                              "first); BMC then only on its own manifest entries. Needs MODEL."),
     prop: Optional[str] = typer.Option(None, "--property", "-p", help="Only this property."),
     bmc_variants: bool = typer.Option(True, "--bmc/--no-bmc", help="Also run BMC on the manifest's expected violations."),
     slow: bool = typer.Option(False, "--slow", help="BMC also on manifest entries marked slow."),
@@ -384,13 +387,20 @@ def prove(
         from conq.model.engines.explorer import explore
         from conq.model.engines.registry import load_model, model_names
 
+        from conq.model.kernel import ModelError
+
+        if config is not None and model is None:
+            raise kit.UsageProblem("--config names a configuration of one model: give the MODEL too")
         names = [model] if model else [n for n in model_names() if n in symbolic.encoded_models()]
         if not names:
             raise kit.UsageProblem("no model has a z3 encoding yet")
         rows: list[dict[str, Any]] = []
         code = kit.EXIT_OK
         for name in names:
-            m = load_model(name)
+            try:
+                m = load_model(name, config)
+            except ModelError as e:
+                raise kit.UsageProblem(str(e)) from None
             enc = symbolic.encoding_for(m)
             try:
                 results = symbolic.prove_all(enc, m, only=prop, timeout_ms=int(timeout * 1000))
@@ -403,6 +413,8 @@ def prove(
             if bmc_variants and prop is None:
                 explored: dict[str, Any] = {}
                 for exp, pname in manifest.bmc_cases(name, set(enc.invariants()), slow=slow):
+                    if config is not None and exp.config != config:
+                        continue
                     vm = load_model(name, exp.config, exp.overrides)
                     venc = symbolic.encoding_for(vm)
                     if exp.label not in explored:

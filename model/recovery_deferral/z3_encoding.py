@@ -14,7 +14,12 @@ holds for every script; a concrete configuration pins them
 The behaviour switches of :class:`RecoveryDeferralConfig` (the reference's and
 upstream's choices, ``enabled``, ``handle_errors_async``, ...) are Python-level:
 the encoding follows the configuration it is built for, so BMC runs on the
-variants.
+variants.  ``late_initiation`` (the SDK's onRecoveryInitiated after the
+recovery's resent events, DEV-032) adds the script function ``seen(p, i)``, the
+newest recovery among p's first i events, defined by its recursion in
+:meth:`well_formed`: the producer's *newest* recovery is ``max(rec[p],
+seen(p, fed[p]))``, its *known* one the newest (``correlate_with_events``, the
+reference) or the stored one (upstream).
 
 State (per tag): the executable model's fields, with queues as head / tail
 indices into an array of buffers, the tracker's entry bitmask as a Bool array,
@@ -95,6 +100,9 @@ class _Script:
         self.any = z3.Array("rd.any", I, B)  # may go to any queue (random task id)
         self.isup = z3.Array("rd.isup", I, B)  # per callback kind: an up kind
         self.ctx = z3.Function("rd.ctx", I, I, I)  # (p, request id) -> context
+        #: (p, i) -> the newest recovery among producer p's first i events (the model's ``seen_rec``:
+        #: late_initiation, the listener learns a recovery from its resent events)
+        self.seen = z3.Function("rd.seen", I, I, I)
 
 
 @dataclass
@@ -156,6 +164,13 @@ class RecoveryDeferralEncoding(Encoding):
             "pending-non-negative": ["pending-bijection", *track],
             "recovery-initiated-first": ["told-is-latest", "handed-over-after-initiated", "callback-contexts", "fed-in-range"],
         }
+        if c.late_initiation:
+            # the claim's events half does not apply (the SDK itself calls late).  Its up half: the customer is
+            # told of the stored recovery, and an up is delivered once its recovery is the stored one (the
+            # reference: its poll waits for the initiation; no delivery pending in a step of its own) or is only
+            # ever tied to the stored one (upstream)
+            self.strengthening["recovery-initiated-first"] = (
+                ["told-is-latest", "nothing-due"] if c.correlate_with_events else ["told-is-latest", "callback-contexts"])
         self.bounded_only = {}
         del c
 
@@ -223,7 +238,41 @@ class RecoveryDeferralEncoding(Encoding):
                          lambda p, i: z3.And(0 <= sc.script(p, i), sc.script(p, i) < sc.N,
                                              sc.prod[sc.script(p, i)] == p, sc.pos[sc.script(p, i)] == i)),
             ]
+            + (self._seen_axioms() if self.c.late_initiation else [])
         )
+
+    def _seen_axioms(self):
+        """``seen(p, i)``: 0 before any event, then the running maximum of the events' recoveries."""
+        sc = self.sc
+        return [
+            self._fa(["sn!p"], lambda p: z3.And(0 <= p, p < sc.P), lambda p: sc.seen(p, 0) == 0),
+            self._fa(["sn!p", "sn!i"], lambda p, i: z3.And(0 <= p, p < sc.P, 0 <= i, i < sc.slen[p]),
+                     lambda p, i: sc.seen(p, i + 1) == self._max(sc.seen(p, i), sc.rec[sc.script(p, i)])),
+        ]
+
+    @staticmethod
+    def _max(a, b):
+        return z3.If(a >= b, a, b)
+
+    def _seen(self, s, p):
+        """The newest recovery among p's events received so far (concrete: the model's table)."""
+        if self.bound is not None and isinstance(p, int):
+            row = self._m.seen_rec[p]
+            out = z3.IntVal(row[-1])
+            for i in range(len(row) - 2, -1, -1):
+                out = z3.If(s.fed[p] == i, row[i], out)
+            return out
+        return self.sc.seen(p, s.fed[p])
+
+    def _newest(self, s, p):
+        """The model's ``newest``: the stored recovery, or (late_initiation) a newer one seen on p's events."""
+        if not self.c.late_initiation:
+            return s.rec[p]
+        return self._max(s.rec[p], self._seen(s, p))
+
+    def _known(self, s, p):
+        """The model's ``known``: the recovery an up is tied to (upstream: the stored one, DEV-032)."""
+        return self._newest(s, p) if self.c.correlate_with_events else s.rec[p]
 
     # -- init -------------------------------------------------------------------------------
     def init(self, s):
@@ -300,8 +349,18 @@ class RecoveryDeferralEncoding(Encoding):
                               self._case(sc.script(p, s.fed[p]), Es, lambda e: feed_e(p, e)))
 
             def feed_e(p, e):
-                pre = T("rec", e) <= s.rec[p]
+                # resent by an initiated recovery, or (late_initiation) by the next one
+                pre = T("rec", e) <= s.rec[p] + (1 if c.late_initiation else 0)
                 common = dict(fed=z3.Store(s.fed, p, s.fed[p] + 1))
+                if c.late_initiation:
+                    # the first resent event of the next recovery: the SDK's epoch of it begins (the model's
+                    # ``receive``): every callback of p not deferred is not-sent again
+                    first = z3.And(T("rec", e) > self._seen(s, p), T("rec", e) > s.rec[p])
+                    keep = lambda k: z3.Or(s.notes[p][k] == PENDING, s.notes[p][k] == STALE, s.notes[p][k] == DUE)
+                    row = rowmap(z3.K(I, z3.IntVal(NOT_SENT)), lambda k: z3.If(keep(k), s.notes[p][k], NOT_SENT))
+                    crow = rowmap(z3.K(I, z3.IntVal(0)), lambda k: z3.If(keep(k), s.upctx[p][k], 0))
+                    common.update(notes=z3.If(first, z3.Store(s.notes, p, row), s.notes),
+                                  upctx=z3.If(first, z3.Store(s.upctx, p, crow), s.upctx))
                 if self._ghosts:
                     common.update(arr=z3.Store(s.arr, e, s.clock), clock=s.clock + 1)
                 else:
@@ -389,7 +448,12 @@ class RecoveryDeferralEncoding(Encoding):
         def recover(s, t, p):
             def at_p(p):
                 r = s.rec[p] + 1
-                if c.new_recovery_supersedes:
+                if c.new_recovery_supersedes and c.late_initiation and c.correlate_with_events:
+                    # an up that came before this (late) initiation and is tied to it stays (DEV-032)
+                    keep = lambda k: z3.And(s.upctx[p][k] == r, s.notes[p][k] != NOT_SENT)
+                    row = rowmap(z3.K(I, z3.IntVal(NOT_SENT)), lambda k: z3.If(keep(k), s.notes[p][k], NOT_SENT))
+                    crow = rowmap(z3.K(I, z3.IntVal(0)), lambda k: z3.If(keep(k), s.upctx[p][k], 0))
+                elif c.new_recovery_supersedes:
                     row, crow = z3.K(I, z3.IntVal(NOT_SENT)), z3.K(I, z3.IntVal(0))
                 else:  # the old recovery's deferred ups keep their context
                     keep = lambda k: z3.Or(s.notes[p][k] == PENDING, s.notes[p][k] == STALE)
@@ -412,24 +476,31 @@ class RecoveryDeferralEncoding(Encoding):
             return rowmap(row, lambda k: z3.If(z3.Or([row[k] == v for v in frm]), to, row[k]))
 
         def status(s, t, p, k):
-            return self._case(p, Ps, lambda p: self._case(k, Ks, lambda k: self._case(s.rec[p], Rs, lambda r: status_at(s, t, p, k, r))))
+            # sdk: the SDK's recovery (newest); r: the one the listener ties the callback to (known)
+            def at(p, k):
+                if c.late_initiation and not c.correlate_with_events:
+                    return self._case(self._newest(s, p), Rs, lambda sdk: self._case(
+                        s.rec[p], Rs, lambda r: status_at(s, t, p, k, sdk, r)))
+                return self._case(self._newest(s, p), Rs, lambda r: status_at(s, t, p, k, r, r))
 
-        def status_at(s, t, p, k, r):
+            return self._case(p, Ps, lambda p: self._case(k, Ks, lambda k: at(p, k)))
+
+        def status_at(s, t, p, k, sdk, r):
             up = T("isup", k)
             pre = [0 <= p, p < sc.P, 0 <= k, k < sc.K, s.notes[p][k] == NOT_SENT]
             if not c.callbacks_without_recovery:
-                pre.append(r != 0)
+                pre.append(sdk != 0)
             if c.up_after_events:
-                x = self._ctxof(p, r)
+                x = self._ctxof(p, sdk)
                 if self.bound is None:
                     unfed = self.some("event", sc.N, lambda e: z3.And(sc.prod[e] == p, sc.ctxf[e] == x, s.status[e] == UNFED), name="st!e")
                 else:
                     m = self._m
                     unfed = z3.Or([z3.And(x == m.ev_ctx_full[e], s.status[e] == UNFED) for e in m.script[p]] or [z3.BoolVal(False)])
-                pre.append(z3.Implies(z3.And(up, r > 0), z3.And(s.slot == -1, z3.Not(unfed))))
+                pre.append(z3.Implies(z3.And(up, sdk > 0), z3.And(s.slot == -1, z3.Not(unfed))))
             row = s.notes[p]
             setrow = lambda nr: z3.Store(s.notes, p, nr)
-            u2 = z3.Store(s.upctx, p, z3.Store(s.upctx[p], k, r))  # correlated with the stored context
+            u2 = z3.Store(s.upctx, p, z3.Store(s.upctx[p], k, r))  # correlated with the known recovery
             if not c.enabled:
                 return z3.And(pre + [self._upd(s, t, notes=setrow(z3.Store(row, k, DELIVERED)), upctx=u2)])
             mark = CANCELLED if c.down_cancels_deferred_up else STALE
@@ -454,6 +525,11 @@ class RecoveryDeferralEncoding(Encoding):
                                  sr=z3.IntVal(r) if isinstance(r, int) else r, sk=z3.IntVal(k) if isinstance(k, int) else k)
             else:
                 zero = self._upd(s, t, notes=setk(DELIVERED))
+            if c.late_initiation and c.correlate_with_events:
+                # superseded by a newer recovery seen on its events; at 0, it waits for its own initiation
+                superseded = self._upd(s, t, notes=setk(NOT_SENT), upctx=z3.Store(s.upctx, p, z3.Store(s.upctx[p], k, 0)))
+                zero = z3.If(s.rec[p] != r, self._upd(s, t), zero)
+                return z3.And(pre, z3.If(self._known(s, p) > r, superseded, z3.If(s.pending[x] != 0, self._upd(s, t), zero)))
             return z3.And(pre, z3.If(s.pending[x] != 0, self._upd(s, t), zero))
 
         def deliver(s, t):
@@ -543,8 +619,12 @@ class RecoveryDeferralEncoding(Encoding):
     def _initiated_first(self, s):
         sc, T = self.sc, self._tab
         seen = lambda e: z3.Or(s.status[e] == RUNNING, s.status[e] == DONE, s.status[e] == FEEDRUN)
+        # with late_initiation the SDK itself calls onRecoveryInitiated after the recovery's events: the
+        # claim keeps its up half only (properties.py)
+        events_first = z3.BoolVal(True) if self.c.late_initiation else self.each(
+            "event", sc.N, lambda e: z3.Implies(z3.And(T("rec", e) > 0, seen(e)), s.told[T("prod", e)] >= T("rec", e)), name="rif!e")
         return z3.And(
-            self.each("event", sc.N, lambda e: z3.Implies(z3.And(T("rec", e) > 0, seen(e)), s.told[T("prod", e)] >= T("rec", e)), name="rif!e"),
+            events_first,
             self.each("producer", sc.P, lambda p: self.each(
                 "callback", sc.K, lambda k: z3.Implies(z3.And(T("isup", k), s.notes[p][k] == DELIVERED), s.upctx[p][k] <= s.told[p]),
                 name="rif!k"), name="rif!p"),
@@ -553,8 +633,10 @@ class RecoveryDeferralEncoding(Encoding):
     def _of_latest(self, s):
         sc, T = self.sc, self._tab
         deferred = lambda v: z3.Or(v == PENDING, v == STALE, v == DUE)
+        # with late_initiation an up may be tied to the next recovery, seen on its events (never an older one)
+        latest = (lambda p, k: s.upctx[p][k] >= s.rec[p]) if self.c.late_initiation else (lambda p, k: s.upctx[p][k] == s.rec[p])
         return self.each("producer", sc.P, lambda p: self.each(
-            "callback", sc.K, lambda k: z3.Implies(z3.And(T("isup", k), deferred(s.notes[p][k])), s.upctx[p][k] == s.rec[p]),
+            "callback", sc.K, lambda k: z3.Implies(z3.And(T("isup", k), deferred(s.notes[p][k])), latest(p, k)),
             name="dul!k"), name="dul!p")
 
     def auxiliaries(self):
@@ -599,6 +681,10 @@ class RecoveryDeferralEncoding(Encoding):
                     self._fa(["ho!r"], lambda q: z3.And(0 <= q, q < sc.Q, ine(s.running[q])),
                              lambda q: sc.rec[s.running[q]] <= s.rec[sc.prod[s.running[q]]]),
                 )),
+            Aux("nothing-due",
+                "no deferred task has read 0 and waits to deliver in a step of its own (the reference reads, delivers and "
+                "retires in one step under the producer's lock, DEV-015)",
+                lambda s: z3.Not(s.shas)),
             Aux("callback-contexts",
                 "every status callback the listener received in its producer's current recovery epoch is correlated with the "
                 "producer's stored context (upctx = the stored request id)",
@@ -618,6 +704,7 @@ class RecoveryDeferralEncoding(Encoding):
                 cs.append(sc.script(p, i) == e)
             for r in range(c.recoveries + 1):
                 cs.append(sc.ctx(p, r) == m.ctx(p, r))
+            cs += [sc.seen(p, i) == v for i, v in enumerate(m.seen_rec[p])]
         for e in range(n):
             p, mt, _ = m.ev[e]
             cs += [sc.prod[e] == p, sc.pos[e] == m.script[p].index(e), sc.match[e] == mt, sc.err[e] == m.ev_error[e],

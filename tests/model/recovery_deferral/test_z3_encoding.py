@@ -260,3 +260,82 @@ def test_encoding_follows_the_seed_reading_variants(cfg, actions):
         assert symbolic.cross_check(enc, m, s) == [], (cfg, a)
         [(_, s)] = m.step(s, a)
     assert symbolic.cross_check(enc, m, s) == []
+
+
+# -- (f) the SDK's late onRecoveryInitiated (DEV-032, issue 32) ----------------------------------------------
+LATE = ["reference-late-initiation", "upstream-late-initiation"]
+
+
+@pytest.mark.parametrize("cfg", LATE)
+def test_every_always_property_is_proved_when_the_sdk_initiates_late(cfg):
+    """The state claims hold for every size with the late initiation too: the reference's rule (an up tied to
+    the newest recovery, delivered once that recovery is the stored one) and upstream's (tied to the stored
+    one: it breaks a step claim, up-after-latest-recovery-events, which BMC does not encode)."""
+    m = model(cfg)
+    enc = symbolic.encoding_for(m)
+    always = {p.name for p in m.property_list() if p.kind is Kind.ALWAYS}
+    assert always == set(enc.invariants())
+    results = symbolic.prove_all(enc, m)
+    assert {r.prop: r.status for r in results} == {p: "proved" for p in always}, [r.detail for r in results]
+    # the events half of recovery-initiated-first is the SDK's to break: only the up half is proved, without
+    # the auxiliaries that speak of the stored recovery alone where an up may be tied to the next one
+    assert enc.strengthening["recovery-initiated-first"] == (
+        ["told-is-latest", "nothing-due"] if m.config.correlate_with_events else ["told-is-latest", "callback-contexts"])
+
+
+def _late_situations(m) -> dict[str, tuple]:
+    """One reachable state (the first the explorer lists) per situation only a late initiation makes:
+    situation -> (state, action)."""
+    found: dict[str, tuple] = {}
+    for s in explore(m, liveness=False).state_list:
+        for a, o, _t in m.successors(s):
+            if a[0] == "poll" and o in ("superseded", "waits-initiation"):
+                kind = o
+            elif a[0] == "recover" and o == "forwarded-late":
+                kind = "late-initiation" + (" keeping an up" if any(v != 0 for v in s[-1][a[1]]) else "")
+            elif a[0] == "feed" and m.ev_rec[m.script[a[1]][s[0][a[1]]]] > s[7][a[1]]:
+                kind = "event of a recovery not initiated"
+            elif a[0] == "status" and m.newest(s, a[1]) > s[7][a[1]] and m.is_up[a[2]]:
+                kind = "up before its initiation"
+            else:
+                continue
+            found.setdefault(kind, (s, a))
+    return found
+
+
+@pytest.mark.parametrize("cfg", LATE)
+def test_the_encoding_agrees_with_the_model_where_the_sdk_initiates_late(cfg):
+    m = model(cfg)
+    enc = symbolic.encoding_for(m)
+    found = _late_situations(m)
+    common = {"late-initiation", "late-initiation keeping an up", "event of a recovery not initiated",
+              "up before its initiation"}
+    assert set(found) == (common | {"superseded", "waits-initiation"} if cfg.startswith("reference") else common)
+    for kind, (s, a) in sorted(found.items()):
+        assert symbolic.cross_check(enc, m, s) == [], kind
+    # and an encoding without the rule drifts: the next recovery's event is not enabled without a late
+    # initiation; upstream's correlation ties the up to the stored recovery
+    s, a = found["event of a recovery not initiated"]
+    assert symbolic.cross_check(RecoveryDeferralEncoding(model("reference-re-recovery").config), m, s, [a]) != []
+    s, a = found["up before its initiation"]
+    other = model("upstream-late-initiation" if cfg.startswith("reference") else "reference-late-initiation")
+    assert symbolic.cross_check(RecoveryDeferralEncoding(other.config), m, s, [a]) != []
+
+
+def test_conq_prove_takes_a_configuration():
+    """``conq prove MODEL -c NAME`` proves with that configuration's switches (BMC only on its own manifest
+    entries); a configuration without a model, or an unknown one, is a usage error (exit 2)."""
+    from typer.testing import CliRunner
+
+    from conq.cli import app
+
+    runner = CliRunner()
+    done = runner.invoke(app, ["prove", NAME, "-c", "reference-late-initiation", "-p", "deferred-up-of-latest-recovery",
+                               "--json"])
+    assert done.exit_code == 0, done.output
+    (row,) = json.loads(done.stdout)
+    assert (row["config"], row["property"], row["status"]) == ("reference-late-initiation", "deferred-up-of-latest-recovery",
+                                                               "proved")
+    assert runner.invoke(app, ["prove", "-c", "reference-late-initiation"]).exit_code == 2
+    bad = runner.invoke(app, ["prove", NAME, "-c", "no-such-configuration"])
+    assert bad.exit_code == 2 and "no-such-configuration" in bad.output
