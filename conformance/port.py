@@ -133,7 +133,12 @@ def serve(stdin: TextIO, stdout: TextIO, driver_target: str | None = None) -> in
                     cls = thread_level.thread_driver(cls)
                 if driver is not None and hasattr(driver, "close") and getattr(driver, "level", None) == "thread":
                     driver.close()
-                driver = cls(config, msg["seed"])
+                try:
+                    driver = cls(config, msg["seed"])
+                except ValueError as e:  # the driver refuses the configuration (or the level for it): unsupported
+                    driver = None
+                    error(rid, 14, f"{model}, level {level}: {e}")
+                    continue
                 # thread-steps confirms the level asked for (a call-level init_ok stays as it was)
                 features = [protocol.SNAPSHOT_IN_REPLY] + ([protocol.THREAD_STEPS] if level == "thread" else [])
                 send({"type": "init_ok", "id": rid, "implementation": f"conq-reference {version()} ({cls.__name__})",

@@ -3,6 +3,7 @@ drift test; the suite's corpus and exhaustive gaps; definite errors as observati
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -226,3 +227,27 @@ def test_a_corpus_failure_shows_the_actions_up_to_the_failing_step():
         line = next(x for x in text.splitlines() if x.strip().startswith("actions ("))
         assert line.strip().startswith(f"actions (1..{step}): ") and line.count(" ; ") == step - 1, text
         assert "minimised:" not in text
+
+
+def test_the_reference_port_answers_14_to_a_configuration_its_thread_level_does_not_drive():
+    """A configuration the thread level leaves out (ordered consumption's simple consumer) is error 14,
+    "unsupported", which certify lists as skipped: not error 20, a crash of the system under test."""
+    import io
+
+    from conq.conformance import port
+    from conq.model.engines.registry import load_model
+    from conq.model.kernel import config_dict
+
+    simple = config_dict(load_model("ordered-consumption", "simple", {}).config)
+    push = config_dict(load_model("ordered-consumption", "push-fifo", {}).config)
+    lines = [{"type": "init", "id": 1, "protocol": 1, "model": "ordered-consumption", "config": simple, "seed": 0,
+              "level": "thread"},
+             {"type": "init", "id": 2, "protocol": 1, "model": "ordered-consumption", "config": push, "seed": 0,
+              "level": "thread"},
+             {"type": "shutdown", "id": 3}]
+    out = io.StringIO()
+    assert port.serve(io.StringIO("".join(json.dumps(x) + "\n" for x in lines)), out) == 0
+    replies = [json.loads(x) for x in out.getvalue().splitlines()]
+    assert replies[0]["type"] == "error" and replies[0]["code"] == 14 and "simple consumer" in replies[0]["text"], replies[0]
+    assert replies[1]["type"] == "init_ok" and "thread-steps" in replies[1]["features"], replies[1]  # the port serves on
+    assert replies[2]["type"] == "shutdown_ok"
