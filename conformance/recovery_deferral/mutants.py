@@ -529,7 +529,8 @@ def engine_hypothesis(budget: Budget) -> Detection:
 def _scripts() -> list[tuple[str, list]]:
     """The scripts the schedule engine cycles through: seeded random scenarios of seed 004's
     deferral section, upstream's re-recovery component test, two ups per recovery, an up before any
-    recovery (and one of a producer that never recovers), a Down right after an up."""
+    recovery (and one of a producer that never recovers), a Down right after an up, and a second
+    recovery whose events and up come before its onRecoveryInitiated (the SDK's late call, DEV-032)."""
     from conq.impl.recovery_deferral.events import FeedEvent
     from conq.impl.recovery_deferral.feed import Down, Event, Recover, Scenario, Up, build_script
 
@@ -551,8 +552,26 @@ def _scripts() -> list[tuple[str, list]]:
         Recover(1, 1), Event(FeedEvent(1, 1, 1, "odds_change", 1)), Event(FeedEvent(2, 1, 1, "odds_change", 2)), Up(1),
         Down(1), Recover(1, 2), Event(FeedEvent(1, 1, 2, "odds_change", 3)), Up(1),
     ]
+    late = [
+        Recover(1, 1), Event(FeedEvent(1, 1, 1, "odds_change", 1)), Event(FeedEvent(2, 1, 1, "odds_change", 2)),
+        Up(1, request=1), Event(FeedEvent(1, 1, 2, "odds_change", 3)), Event(FeedEvent(2, 1, 2, "odds_change", 4)),
+        Up(1, request=2), Recover(1, 2),
+    ]
     return [("mixed", mixed), ("re-recovery", re_recovery), ("two-ups", two_ups), ("no-context", no_context),
-            ("down", down)]
+            ("down", down), ("late-initiation", late)]
+
+
+def _initiates_late(script: list) -> bool:
+    """Some recovery's resent event comes before its ``Recover`` (the SDK's late onRecoveryInitiated)."""
+    from conq.impl.recovery_deferral.feed import Event, Recover
+
+    started: set[tuple[int, int]] = set()
+    for step in script:
+        if isinstance(step, Recover):
+            started.add((step.producer_id, step.request_id))
+        elif isinstance(step, Event) and step.event.request_id > 0 and (step.event.producer_id, step.event.request_id) not in started:
+            return True
+    return False
 
 
 def schedule_run(seed: int, script: list, strategy: str) -> list[str]:
@@ -597,7 +616,7 @@ def run_script(sched, script: list, config) -> list[str]:
         sim = FeedSimulator(script, feed, events, journal)
         sim.run()
         cl.close(60.0)
-        found.extend(check_journal(journal.entries(), feed_ident=sim.feed_ident))
+        found.extend(check_journal(journal.entries(), feed_ident=sim.feed_ident, late_initiation=_initiates_late(script)))
         found.extend(cl.tracker.anomalies)
         found.extend(f"{ctx} left at {c.pending}" for ctx, c in cl.tracker.snapshot().items() if c.pending)
 

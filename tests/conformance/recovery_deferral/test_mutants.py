@@ -120,3 +120,18 @@ def test_the_journal_engine_kills_the_same_way_twice_and_its_run_replays(name):
         error = mutants.journal_replay(k, run)
         assert error is not None and str(error.__cause__ or error) in first.detail
     assert mutants.journal_replay(k, run) is None  # ... and only with the bug
+
+
+def test_the_seeded_schedules_run_a_late_initiation():
+    """Issue 32, DEV-032: one feed-simulator script has a second recovery whose events and up come before its
+    onRecoveryInitiated (journal checked with ``late_initiation``); the reference passes every interleaving
+    tried, upstream's rule (``up-tied-to-stored-recovery``) loses the up to the late initiation."""
+    scripts = dict(mutants._scripts())
+    late = scripts["late-initiation"]
+    assert mutants._initiates_late(late) and not any(mutants._initiates_late(s) for k, s in scripts.items() if k != "late-initiation")
+    assert not [r for seed in range(20) for st in ("random", "pct") for r in [mutants.schedule_run(seed, late, st)] if r]
+    with mutants.MUTANTS["up-tied-to-stored-recovery"].applied():
+        found = mutants.schedule_run(0, late, "random")
+        det = mutants.engine_schedules(Budget())
+    assert found and "was never delivered" in found[0]
+    assert det.killed and "late-initiation script" in det.detail, det.detail
