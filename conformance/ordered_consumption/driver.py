@@ -66,7 +66,9 @@ REFERENCE_SWITCHES = {
     "consumers": 1,
 }
 ROLES = ("producer", "push_standard", "push_fifo", "simple")
-TOPIC, GROUP, CLIENT = "t", "g", "c"
+#: identifiers as users name them (a topic, a consumer group's GID_ name, a client id of the thin client's
+#: shape host@pid@index), not one-letter stand-ins: the broker routes, locks and stores by them
+TOPIC, GROUP, CLIENT = "TopicOrderEvents", "GID_order_service", "conq-host@4242@0"
 #: the model's answer -> the channel's fault kind that produces it
 _KIND = {"ok": "ok", "lost": "lost", "error": "timeout", "throttled": "throttled", "invalid-handle": "ok",
          "not-found": "not-found", "bad-request": "bad-request", "failed": "unavailable"}
@@ -489,7 +491,7 @@ class OrderedConsumptionDriver:
                                             transactional_retries=bool(c.get("txn_retries", False)))
         group = None
         if mt is MessageType.FIFO:  # a group name whose queue (crc32 over the writable queues) is g
-            group = next(f"group-{k}" for k in range(10_000) if zlib.crc32(f"group-{k}".encode()) % self.queues == g)
+            group = next(f"order-{k}" for k in range(10_000) if zlib.crc32(f"order-{k}".encode()) % self.queues == g)
         if cached:
             self.main.answer = ("ok", 0.0)
             self.producer.fetch_route(TOPIC)  # the route is cached before the send (seed step 1)
