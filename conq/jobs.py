@@ -136,9 +136,17 @@ def replay_stage(out_dir: Path, console: Console) -> list[dict[str, Any]]:
     return rows
 
 
+def model_mutation_stage(out_dir: Path, console: Console) -> list[dict[str, Any]]:
+    """Each model's mutation coverage on its smallest configuration (conq/mutate.py, issue 31)."""
+    from conq.mutate import mutation_stage
+
+    return mutation_stage(out_dir, console)
+
+
 #: Stages after model checking: (name, function(out_dir, console) -> rows with
 #: "stage", "subject", "result", "ok", "seconds", and optional "markdown").
 STAGES: list[tuple[str, Callable[[Path, Console], list[dict[str, Any]]]]] = [
+    ("model mutation", model_mutation_stage),
     ("conformance", conformance_stage),
     ("spark replay", replay_stage),
 ]
@@ -156,6 +164,10 @@ def model_check_rows(quick: bool, console: Console, page: Any = None, bar: Progr
         ex = explore(m, symmetry=exp.symmetry, liveness=exp.liveness, progress=bar.search(exp.label) if bar else None)
         secs = time.perf_counter() - t0
         problems = manifest.mismatches(exp, ex)
+        if problems:  # a moved count says nothing by itself: what changed, against the model as pinned
+            from conq.mutate import explain_mismatch
+
+            problems += explain_mismatch(exp)
         violated = [v.prop.name for v in ex.violations]
         result = f"{ex.states:,} states, {ex.transitions:,} transitions"
         result += f"; violated as expected: {', '.join(violated)}" if violated and not problems else ""

@@ -3,6 +3,8 @@ arguments from the model's spec page (issue 31; the engine is model/engines/mode
 
 from __future__ import annotations
 
+import json
+import time
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
@@ -46,8 +48,10 @@ def spec_page(model: str) -> Path:
 
 
 def mutate_model(model: str, configs: list[SuiteConfig] | None = None, *, workers: int = 2,
-                 only: Iterable[str] | None = None, operators: Iterable[str] | None = None,
-                 progress: Callable[[str], None] | None = None) -> MutationReport:
+                 only: Iterable[str] | None = None, operators: Iterable[str] | None = None, lines: bool = True,
+                 sample: int | None = None,
+                 progress: Callable[[str], None] | None = None,
+                 on_result: Callable[[dict[str, Any]], None] | None = None) -> MutationReport:
     """Mutation coverage of a registered model on its suite configurations (or ``configs``), with the
     arguments written in spec/<model>.md."""
     if model not in MODELS:
@@ -56,7 +60,8 @@ def mutate_model(model: str, configs: list[SuiteConfig] | None = None, *, worker
     args = arguments_from_markdown(page.read_text(encoding="utf-8")) if page.is_file() else {}
     return run_mutation(model, MODELS[model], configs if configs is not None else suite_configs(model),
                         workers=workers, arguments=args, arguments_file=str(page.relative_to(page.parent.parent)),
-                        only=only, operators=operators, progress=progress)
+                        only=only, operators=operators, progress=progress, on_result=on_result, lines=lines,
+                        sample=sample)
 
 
 def report_rows(rep: MutationReport) -> list[dict[str, Any]]:
@@ -123,3 +128,67 @@ def explain_mismatch(exp: manifest.Expectation) -> list[str]:
     except Exception as e:  # the pinned model may not load against today's engines
         return [f"(the model as pinned at {rev[:10]} cannot be searched today: {type(e).__name__}: {e})"]
     return [f"compared with the model at {rev[:10]}:"] + describe(diff, ("pinned", "found"))
+
+
+# -- the main job's stage ----------------------------------------------------------------------------
+
+#: mutants the main job searches per model (a count: the full run is bench/model_mutation.py)
+STAGE_SAMPLE = 30
+#: a mutant count-only on the smallest configuration is searched first on the suite's configurations
+#: of at most this many states (the manifest's counts), then, if still count-only, on the rest
+ESCALATE_STATES = 20_000
+
+
+def mutation_stage(out_dir: Path, console: Any) -> list[dict[str, Any]]:
+    """``conq run``: each model's mutation score on its smallest configuration (smallest_config), over
+    a fixed sample of :data:`STAGE_SAMPLE` of the mutants whose code runs there (ids in hash order).
+    A mutant count-only there is searched on the rest of the suite; the row fails when one stays
+    count-only everywhere without a written argument (a rule no claim pins), or the engine errs.
+    Each model's report: reports/model-mutation-MODEL.json."""
+    from conq.model.engines.registry import model_names
+
+    rows = []
+    for model in model_names():
+        t0 = time.perf_counter()
+        small = smallest_config(model)
+        console.print(f"[dim]model mutation: {model} on {small.label}[/]")
+        rep = mutate_model(model, [small], sample=STAGE_SAMPLE)
+        holes = [r for r in rep.results if r["verdict"] == "count-only"]
+        elsewhere: dict[str, dict] = {}
+        if holes:
+            # the rest of the suite, in two tiers: the configurations of at most ESCALATE_STATES states
+            # first, and only what is still count-only on them on the larger ones
+            sizes = {(e.config, tuple(sorted(e.overrides.items()))): e.states for e in manifest.load() if e.model == model}
+            rest = [c for c in suite_configs(model) if (c.name, c.overrides) != (small.name, small.overrides)]
+            size = {id(c): sizes.get((c.name, tuple(sorted((k, v) for k, v in c.overrides))), 0) for c in rest}
+            for tier in ([c for c in rest if size[id(c)] <= ESCALATE_STATES], [c for c in rest if size[id(c)] > ESCALATE_STATES]):
+                todo = [r["id"] for r in holes if elsewhere.get(r["id"], {}).get("verdict") != "killed"]
+                if not tier or not todo:
+                    continue
+                console.print(f"[dim]model mutation: {model}: {len(todo)} count-only on {small.label}, searched on "
+                              f"{len(tier)} more configurations[/]")
+                wider = mutate_model(model, tier, only=todo, lines=False)
+                for r in wider.results:
+                    if elsewhere.get(r["id"], {}).get("verdict") != "killed":
+                        elsewhere[r["id"]] = r
+        # count-only here and the same graph everywhere else is still count-only: only a kill settles it
+        left = [r for r in holes if elsewhere.get(r["id"], r)["verdict"] != "killed"]
+        internal = [r for r in rep.results if r.get("internal")]
+        j = rep.to_json()
+        j["count_only_elsewhere"] = {i: {k: r.get(k) for k in ("verdict", "config", "property", "how", "length")}
+                                     for i, r in elsewhere.items()}
+        out_dir.mkdir(parents=True, exist_ok=True)
+        (out_dir / f"model-mutation-{model}.json").write_text(json.dumps(j, indent=1, default=str) + "\n", encoding="utf-8")
+        score = "-" if j["score"] is None else f"{100 * j['score']:.1f}%"
+        pop = j["population"]
+        result = (f"{j['mutants']} of {pop.get('run', j['mutants'])} mutants run there ({pop.get('mutants')} in all): {j['killed']} killed, {j['equivalent']} equivalent, {j['argued']} argued, "
+                  f"{j['crashed']} crashed, {j['count_only']} count-only; score {score}")
+        if holes:
+            result += f"; of the count-only, {len(holes) - len(left)} killed on a larger configuration"
+        if left:
+            result += "; specification holes: " + ", ".join(f"{r['id']} ({r['location']} {r['operator']})" for r in left)
+        if internal:
+            result += f"; engine errors: {internal[0].get('error')}"
+        rows.append({"stage": "model mutation", "subject": f"{model}/{small.label}", "result": result,
+                     "ok": not left and not internal and not j["timeout"], "seconds": round(time.perf_counter() - t0, 2)})
+    return rows

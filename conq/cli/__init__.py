@@ -20,7 +20,7 @@ progress and anything else goes to stderr.
 The package: :mod:`.kit` (the application, its consoles, the guard and the checks every command
 shares) and one module per command group, registered below in the order ``conq --help`` lists them:
 :mod:`.models` (list, check, explore, prove), :mod:`.requirements`, :mod:`.conformance` (conformance,
-validate, protocol), :mod:`.certify`, :mod:`.replay`, :mod:`.mutants`, :mod:`.run`.  A system's own commands come
+validate, protocol), :mod:`.certify`, :mod:`.replay`, :mod:`.mutants`, :mod:`.mutate_model`, :mod:`.run`.  A system's own commands come
 from its declaration (conformance/systems.py, ``System.commands``: ordered consumption's ``conq
 broker`` and ``conq upstream``), given the kit.
 """
@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from conq.model.kernel import ModelError
 
-from . import certify, conformance, kit, models, mutants, replay, requirements, run
+from . import certify, conformance, kit, models, mutants, mutate_model, replay, requirements, run
 from .kit import app
 
 app.command("list")(models.list_models)
@@ -43,6 +43,7 @@ app.command("certify")(certify.certify)
 app.command("replay")(replay.replay)
 app.command("prove")(models.prove)
 app.command("mutants")(mutants.mutants)
+app.command("mutate-model")(mutate_model.mutate_model)
 app.command("run")(run.run)
 
 

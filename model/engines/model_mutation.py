@@ -580,6 +580,9 @@ class MutationReport:
     seconds: float
     arguments_file: str = ""
     unused_arguments: list[str] = field(default_factory=list)
+    #: how many mutants the package has, how many change code some configuration runs, how many were
+    #: sampled (``sample``)
+    population: dict[str, int] = field(default_factory=dict)
 
     def count(self, verdict: str) -> int:
         return sum(1 for r in self.results if r["verdict"] == verdict)
@@ -612,6 +615,7 @@ class MutationReport:
             "seconds": round(self.seconds, 2),
             "arguments": self.arguments_file,
             "unused_arguments": self.unused_arguments,
+            "population": self.population,
             "results": self.results,
         }
 
@@ -628,13 +632,17 @@ def run_mutation(model: str, target: str, configs: list[SuiteConfig], *, workers
                  arguments: dict[str, str] | None = None, arguments_file: str = "",
                  only: Iterable[str] | None = None, operators: Iterable[str] | None = None,
                  progress: Callable[[str], None] | None = None, state_factor: int = 4,
-                 lines: bool = True) -> MutationReport:
+                 lines: bool = True, on_result: Callable[[dict[str, Any]], None] | None = None,
+                 sample: int | None = None) -> MutationReport:
     """Mutation coverage of ``model`` (registry name; ``target`` its ``package:Class``) on
     ``configs``.  ``arguments``: mutant id -> the written argument why it is no behaviour change
     (from the spec page: :func:`arguments_from_markdown`); ``only``: mutant ids to run (default all);
     ``operators``: the operators to run (default all); ``workers`` 0 runs in this process.  ``lines``
     False: the lines each configuration runs are not recorded (the recording costs several times the
-    model's own search), so every mutant is searched on every configuration."""
+    model's own search), so every mutant is searched on every configuration.  ``on_result``: called
+    with each mutant's row as soon as it is decided (the argument not yet applied).  ``sample``: search
+    only this many of the mutants whose changed code runs on some configuration, the first by id (a
+    hash: a fixed, spread-out choice), and report on those (the main job's small run)."""
     t0 = time.perf_counter()
     say = progress or (lambda _m: None)
     directory, _ = package_of(target)
@@ -651,6 +659,7 @@ def run_mutation(model: str, target: str, configs: list[SuiteConfig], *, workers
     pool: Any = _Pool(setup, workers) if workers > 0 else _InProcess(setup)
     results: list[dict[str, Any] | None] = [None] * len(mutants)
     base: dict[int, dict] = {}
+    population: dict[str, int] = {}
     try:
         say(f"{model}: the model on {len(configs)} configurations" + (" (lines run recorded)" if lines else ""))
 
@@ -661,21 +670,32 @@ def run_mutation(model: str, target: str, configs: list[SuiteConfig], *, workers
 
         pool.run([("baseline", ("b", i), i, lines) for i in range(len(configs))], {}, got_base)
         order = sorted(range(len(configs)), key=lambda i: (base[i]["states"], i))
+        runs = [[i for i in order if base[i]["lines"] is None or any(x in base[i]["lines"].get(mut.name, ()) for x in mut.lines)]
+                for mut in mutants]
+        population = {"mutants": len(mutants), "run": sum(1 for r in runs if r)}
+        chosen = range(len(mutants))  # indices into setup.mutants (what a worker's task names)
+        if sample is not None and population["run"] > sample:
+            chosen = sorted(sorted((mi for mi, r in enumerate(runs) if r), key=lambda mi: mutants[mi].ident(prefix))[:sample])
+            population["sampled"] = sample
         tasks, caps = [], {}
-        for mi, mut in enumerate(mutants):
-            run = [i for i in order if base[i]["lines"] is None or any(x in base[i]["lines"].get(mut.name, ()) for x in mut.lines)]
+        for mi in chosen:
+            run = runs[mi]
             if not run:
                 results[mi] = {"verdict": "equivalent", "configs_run": 0,
                                "reason": "the changed code runs on none of the configurations"}
                 continue
             tasks.append(("mutant", ("m", mi), mi, run))
             caps[("m", mi)] = 120.0 + sum(30.0 + setup.seconds_factor * base[i]["seconds"] for i in run)
-        say(f"{model}: {len(mutants)} mutants, {len(tasks)} to search ({len(mutants) - len(tasks)} change code no "
+        say(f"{model}: {len(chosen)} mutants, {len(tasks)} to search ({len(chosen) - len(tasks)} change code no "
             f"configuration runs)")
         done = [0]
 
         def got(tid, res):
             results[tid[1]] = res
+            if on_result is not None:
+                mut = mutants[tid[1]]
+                on_result({"id": mut.ident(prefix), "location": mut.location, "function": mut.function,
+                           "operator": mut.operator, "detail": mut.detail, **res})
             done[0] += 1
             if done[0] % 25 == 0 or done[0] == len(tasks):
                 say(f"{model}: {done[0]}/{len(tasks)} mutants searched")
@@ -687,7 +707,8 @@ def run_mutation(model: str, target: str, configs: list[SuiteConfig], *, workers
     used = set()
     out = []
     for mut, res in zip(mutants, results):
-        assert res is not None
+        if res is None:
+            continue  # not in the sample
         ident = mut.ident(prefix)
         row = {"id": ident, "location": mut.location, "function": mut.function, "operator": mut.operator,
                "detail": mut.detail, **res}
@@ -699,8 +720,8 @@ def run_mutation(model: str, target: str, configs: list[SuiteConfig], *, workers
         out.append(row)
     cfg_rows = [{"config": c.label, "states": base[i]["states"], "transitions": base[i]["transitions"],
                  "liveness": c.liveness} for i, c in enumerate(configs)]
-    unused = sorted(set(arguments) - used) if only is None and operators is None else []
-    return MutationReport(model, cfg_rows, out, time.perf_counter() - t0, arguments_file, unused)
+    unused = sorted(set(arguments) - used) if only is None and operators is None and "sampled" not in population else []
+    return MutationReport(model, cfg_rows, out, time.perf_counter() - t0, arguments_file, unused, population)
 
 
 # -- a manifest mismatch explained ---------------------------------------------------------------

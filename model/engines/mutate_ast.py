@@ -11,7 +11,7 @@ mutation no property notices is not covered):
 * ``change-comparison``: one comparison operator moves to its neighbour (``<`` and ``<=``, ``>`` and
   ``>=``, ``==`` and ``!=``, ``in`` and ``not in``, ``is`` and ``is not``);
 * ``change-bound``: an integer constant compared with is moved by one, up and down;
-* ``drop-update``: a statement that writes (an assignment to an element, an attribute or a name
+* ``drop-update``: a statement that writes (an assignment to an element, or to a name or attribute
   bound before, an augmented assignment, a call made for its effect) is removed; so is one
   field update of the tuple-style models (``_set(t, i, v)`` becomes ``t``; one keyword of
   ``_put(s, f=v, ...)`` is left out);
@@ -233,8 +233,10 @@ class _Enumerator:
                 if self.repeat_differs(stmt):
                     self.add(qual, "duplicate-update", stmt, text, text + "; " + text, path, "dup-stmt", i,
                              detail=f"duplicate `{_text_short(text)}`")
-            # names bound by this statement (for later rebinding assignments)
+            # names and attributes bound by this statement (for later rebinding assignments)
             for t in _targets(stmt):
+                if isinstance(t, ast.Attribute):
+                    bound.add(_text(t))
                 for n in ast.walk(t):
                     if isinstance(n, ast.Name):
                         bound.add(n.id)
@@ -260,10 +262,12 @@ class _Enumerator:
             if isinstance(stmt, ast.AnnAssign) and stmt.value is None:
                 return False
             for t in _targets(stmt):
-                if isinstance(t, (ast.Subscript, ast.Attribute)):
+                if isinstance(t, ast.Subscript):
                     return True
                 if isinstance(t, ast.Name) and t.id in bound:
                     return True  # a rebinding: dropping it keeps the earlier value
+                if isinstance(t, ast.Attribute) and _text(t) in bound:
+                    return True  # (the first assignment of an attribute defines it: dropping it only raises)
             return False
         return False
 

@@ -11,7 +11,9 @@ from conq.model.kernel import Model, always, always_step, leads_to, sometimes
 from .state import (
     C_ACKING,
     C_CACHED,
+    C_CIDING,
     C_CONSUMING,
+    C_DELAY,
     C_DLQING,
     FIFO,
     FIFO_MSG,
@@ -363,6 +365,90 @@ def build_properties(self: Model) -> list:
             lambda s: s[0] != FIFO or all(sum(s[1][m][0] == S_INVIS for m in qm) <= 1 for qm in self.by_queue),
             witness=lambda s: s[0] == FIFO and two_held_across(s),
         ))
+    # ---- issue 31 (model mutation coverage): the rules of the cache and of the listener's result
+    size = c.msg_size
+
+    def held_entries(role, r):
+        """How many entries the client's record of a message holds in its process queue's cache, read off
+        the seed's rules: a cached copy; a FIFO copy until it is settled (unless its process queue was
+        dropped: the copy is then marked old); a standard copy until the listener has consumed it (seed
+        001 普通 step 3: "消费上一步取出的消息，然后将其从本地缓存中擦除"), or until settled upstream
+        (erase_after_settle); the newer delivery cached behind a copy in consumption.  Standard mode keeps
+        no mark of a process queue dropped under a copy in consumption: there the record's bit says it."""
+        cli = r[2]
+        if cli == C_CACHED:
+            copy = 1
+        elif cli not in IN_CONSUMPTION:
+            copy = 0
+        elif role == FIFO:
+            copy = 0 if r[8] else 1
+        elif cli == C_CONSUMING or c.erase_after_settle:
+            copy = r[3]
+        else:
+            copy = 0  # consumed: erased from the cache
+        return copy + (1 if r[6] else 0)
+
+    def cache_counts(s):
+        if s[0] not in PUSH:
+            return True
+        for msgs, pqs in views(s):
+            for p in range(n):
+                held = [(held_entries(s[0], msgs[m]), size[m]) for m in self.by_queue[p]]
+                if self._cache_of(msgs, p) != (sum(k for k, _ in held), sum(k * z for k, z in held)):
+                    return False
+            for r in msgs:
+                if r[6] and r[2] not in IN_CONSUMPTION:
+                    return False  # a newer delivery waits only behind a copy in consumption
+        return True
+
+    add(PUSH, always(
+        "cache-counts-what-it-holds",
+        "each process queue's cache count and bytes are the number and total size of what it holds: the copies cached "
+        "or in consumption (FIFO and upstream standard: until settled), and the newer deliveries waiting behind one; a "
+        "copy leaves the count when the standard listener has consumed it (seed 001 普通 step 3), when it is settled, or "
+        "when its process queue is dropped (REFERENCE.md section 2: the thresholds are per process queue)",
+        cache_counts,
+        witness=lambda s: s[0] in PUSH and any(self._cache_of(msgs, p)[1] >= 2 and self._cache_of(msgs, p)[0] >= 2
+                                              for msgs, _ in views(s) for p in range(n)),
+    ))
+
+    def outcome(s, a, o, t, role):
+        msgs_t, _, m = at(t, a)
+        cli = msgs_t[m][2]
+        if o[0] == "remembered":
+            return cli == (C_ACKING if o[1] == "ack" else C_DLQING)
+        if o[0] == "ok":
+            return cli == C_ACKING
+        if role == STANDARD:
+            return cli == C_CIDING
+        return cli == C_DLQING if o[1] >= maxa else cli in (C_CONSUMING, C_DELAY)
+
+    def fifo_outcome(s, a, o, t):
+        return s[0] != FIFO or a[0] != "consume" or o.__class__ is not tuple or outcome(s, a, o, t, FIFO)
+
+    add((FIFO,), always_step(
+        "fifo-exhausted-dead-lettered",
+        "a FIFO consumption that succeeds is acked; one that fails is consumed again (after the retry policy's delay) "
+        "while the attempt the listener saw is below max_attempts, and once it reached the maximum the message is "
+        "forwarded to the dead-letter queue, never acked and never consumed again (seed 001 顺序 steps 5, 7, 8; a "
+        "redelivery settled from a remembered outcome takes that outcome)",
+        fifo_outcome,
+        witness=lambda s, a, o, t: s[0] == FIFO and a[0] == "consume" and o.__class__ is tuple and o[0] == "fail"
+        and o[1] >= maxa,
+        actions=("consume",),
+    ))
+
+    def standard_outcome(s, a, o, t):
+        return s[0] != STANDARD or a[0] != "consume" or o.__class__ is not tuple or outcome(s, a, o, t, STANDARD)
+
+    add((STANDARD,), always_step(
+        "standard-failure-changes-invisible-duration",
+        "a standard consumption that succeeds is acked, one that fails changes the message's invisible duration (seed "
+        "001 普通 step 4): standard mode never dead-letters on the client nor consumes again locally",
+        standard_outcome,
+        witness=lambda s, a, o, t: s[0] == STANDARD and a[0] == "consume" and o.__class__ is tuple and o[0] == "fail",
+        actions=("consume",),
+    ))
     add(PAIR_STANDARD, sometimes(
         "standard-concurrent-consumption",
         "standard mode consumes two messages of one queue at the same time",

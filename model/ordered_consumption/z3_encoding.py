@@ -182,6 +182,7 @@ class OrderedConsumptionEncoding(Encoding):
             "standard-no-client-dlq": ["standard-no-memo"],
             "consumptions-within-max": attempts + ["fifo-no-change-invisible", "fifo-delay-after-failure",
                                                    "fifo-one-consumed-copy", "fifo-outcome-remembered"],
+            "cache-counts-what-it-holds": ["old-only-in-consumption", "standard-no-memo"],
         }
 
     # ------------------------------------------------------------------ helpers
@@ -788,7 +789,25 @@ class OrderedConsumptionEncoding(Encoding):
             "delivered-at-most-max": lambda s: z3.Implies(z3.Or([s.role == r for r in consumers]), self.each(
                 "msg", s.n, lambda m: s.dl[m] <= s.maxa)),
             "consumptions-within-max": for_role(FIFO, lambda s: self.each("msg", s.n, lambda m: s.tot[m] <= s.maxa)),
+            # issue 31: the cache's count and bytes are sums of each message's entries (exact sums when
+            # bounded, the cardinalities of the module docstring); what the claim pins is that each
+            # message's entries are what the client holds
+            "cache-counts-what-it-holds": lambda s: z3.Implies(z3.Or(s.role == STANDARD, s.role == FIFO), self.each(
+                "msg", s.n, lambda m: self._holds_in_cache(s, m), name="msg!cc")),
         }
+
+    def _holds_in_cache(self, s, m):
+        """Message m's entries in its process queue's cache are what the client holds (properties.py,
+        cache-counts-what-it-holds): a cached copy counts, nothing counts without a copy, a newer delivery
+        waits only behind a copy in consumption; FIFO: a copy in consumption counts unless its process
+        queue was dropped; standard: a consumed copy no longer counts (seed 001 普通 step 3)."""
+        busy = self._in_consumption(s, m)
+        cached = s.cli[m] == C_CACHED
+        common = [z3.Implies(cached, s.inc[m] == 1), z3.Implies(z3.And(z3.Not(busy), z3.Not(cached)), s.inc[m] == 0),
+                  z3.Implies(s.pd[m] != 0, busy)]
+        fifo = z3.Implies(busy, s.inc[m] == z3.If(s.old[m] == 0, 1, 0))
+        std = z3.BoolVal(True) if self.config.erase_after_settle else z3.Implies(z3.And(busy, s.cli[m] != C_CONSUMING), s.inc[m] == 0)
+        return z3.And(common + [z3.If(s.role == FIFO, fifo, std)])
 
     def auxiliaries(self):
         def fifo_msgs(body):
@@ -868,6 +887,11 @@ class OrderedConsumptionEncoding(Encoding):
                 fifo_msgs(lambda s, m: z3.Implies(
                     z3.And(s.tot[m] != 0, z3.Or(is_(s, m, C_NONE, C_CACHED), z3.And(s.cli[m] == C_CONSUMING, s.cons[m] == 0))),
                     s.memo[m] != M_NONE))),
+            Aux("old-only-in-consumption",
+                "a copy is marked as belonging to a dropped process queue only while it is in consumption (a drop "
+                "discards cached copies; letting a copy go clears the mark)",
+                lambda s: z3.Implies(z3.Or(s.role == STANDARD, s.role == FIFO), self.each(
+                    "msg", s.n, lambda m: z3.Implies(s.old[m] != 0, self._in_consumption(s, m)), name="msg!aux"))),
         ]
 
     # ------------------------------------------------------------------ concrete instances

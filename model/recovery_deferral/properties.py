@@ -1,22 +1,31 @@
 """The named claims of the recovery-deferral model (seed 004): what must hold, each with a witness
-so that no check passes vacuously.  ``build_properties`` reads the model's packed state through
-the model instance it is given."""
+so that no check passes vacuously.  ``build_properties`` reads the model's state tuple; what it
+knows of the configuration's script (which event is an error, its match, its recovery context, its
+queues) it reads off the configuration itself (:class:`_Script`), not off the model's own tables:
+a slip in those tables is then a step that breaks a claim, not a claim that moves with the slip
+(issue 31: model mutation coverage)."""
 
 from __future__ import annotations
 
 from conq.model.kernel import always, always_step, leads_to, sometimes
 from .state import (
+    CANCELLED,
     DELIVERED,
     DONE,
     DROPPED,
     DUE,
+    ErrorRouting,
     FEEDRUN,
     LOST,
+    NOT_SENT,
+    OnQueueFull,
     PENDING,
     QUEUED,
     RUNNING,
+    SCHED,
     STALE,
     UNFED,
+    UP_KINDS,
     NOTES,
     REC,
     TOLD,
@@ -24,7 +33,83 @@ from .state import (
 )
 
 
-def build_properties(self):
+class _Script:
+    """The claims' reading of a configuration's event script (seed 004, REFERENCE.md section 3): per
+    event its producer, match, kind and recovery, the RecoveryContext it belongs to and the one the
+    tracker counts it under, the queues the TaskAllocator may give it; per status callback whether
+    it is an up signal.  Written from the configuration's documentation (state.py), apart from the
+    model's ``__init__``."""
+
+    def __init__(self, model):
+        c = self.config = model.config
+        self.ev = tuple(tuple(e) for e in c.events)
+        self.n_events = len(self.ev)
+        self.n_ctx = 1 + c.producers * c.recoveries
+        self.script = tuple(tuple(e for e, (pr, _, _) in enumerate(self.ev) if pr == p) for p in range(c.producers))
+        self.ev_match = tuple(m for _, m, _ in self.ev)
+        # kind: 0 live, r >= 1 resent by recovery r, -1 an error with no context, -(r + 1) an error of recovery r
+        self.ev_error = tuple(k <= -1 for _, _, k in self.ev)
+        self.ev_rec = tuple(max(k, 0) if k >= 0 else max(-k - 1, 0) for _, _, k in self.ev)
+        self.ev_ctx_full = tuple(self.ctx(pr, r) for (pr, _, _), r in zip(self.ev, self.ev_rec))
+        # DEV-010: upstream queues error tasks untracked (-1: counted under no context)
+        self.ev_ctx = tuple(x if not (err and not c.track_error_tasks) else -1
+                            for x, err in zip(self.ev_ctx_full, self.ev_error))
+        # queued errors about a match keep its order (DEV-007); an error handled on the feed thread by
+        # configuration is outside the per-match order
+        self.ev_ordered = tuple(m >= 0 and (not err or not c.enabled or c.handle_errors_async)
+                                for (_, m, _), err in zip(self.ev, self.ev_error))
+        self.is_up = tuple(k in UP_KINDS for k in c.callbacks)
+
+    def ctx(self, p: int, r: int) -> int:
+        """RecoveryContext (p, request id r) as a number: 0 is NONE (r = 0), then per producer its
+        request ids 1..recoveries."""
+        return 1 + p * self.config.recoveries + (r - 1) if r else 0
+
+    def random_queue(self, e: int) -> bool:
+        """The task id is random (TaskID.none()): an error about no event, or any error under the
+        seed's literal random routing (DEV-007)."""
+        return self.ev_match[e] < 0 or (self.ev_error[e] and self.config.error_routing is ErrorRouting.RANDOM)
+
+    def queues(self, e: int) -> tuple[int, ...]:
+        """TaskAllocator: hash(event id) mod queues, the event id being the match's; any queue for a
+        random task id."""
+        Q = self.config.queues
+        return tuple(range(Q)) if self.random_queue(e) else (self.ev_match[e] % Q,)
+
+    def allocated(self, s, x: int) -> int:
+        return sum(1 for e in range(self.n_events) if self.ev_ctx[e] == x and s[3][e] in (QUEUED, RUNNING, DONE))
+
+    def completed(self, s, x: int) -> int:
+        return sum(1 for e in range(self.n_events) if self.ev_ctx[e] == x and s[3][e] == DONE)
+
+    def _invoked(self, a, o):
+        """The event a step hands to the customer's OddsFeedListener (a worker's run, or the feed
+        thread running it itself), else None."""
+        return o[1] if o.__class__ is tuple and len(o) == 2 and o[0] in ("listener", "feed-thread") else None
+
+    def _up_key(self, s, a, o):
+        """(p, r, k) of the up signal a step hands to the customer, r the request id of the context it
+        was correlated with (not the producer's current one), else None."""
+        if a[0] == "poll" and o == "delivered":
+            return (a[1], s[UPCTX][a[1]][a[2]], a[2])
+        if a[0] == "deliver":
+            return s[SCHED]
+        if a[0] == "status" and o == "forwarded" and self.is_up[a[2]]:
+            return (a[1], s[REC][a[1]], a[2])
+        return None
+
+    def _delivered_up(self, s, a, o, t):
+        key = self._up_key(s, a, o)
+        return None if key is None else key[:2]
+
+    def describe_event(self, e: int) -> str:
+        p, m, k = self.ev[e]
+        kind = "live" if k == 0 else f"recovery {k}" if k > 0 else "error" + (f" of recovery {-k - 1}" if k < -1 else "")
+        return f"producer {p}, " + (f"match {m}" if m >= 0 else "no event") + f", {kind}"
+
+
+def build_properties(model):
+    self = _Script(model)
     c = self.config
     K = len(c.callbacks)
     P = c.producers
@@ -338,7 +423,7 @@ def build_properties(self):
                 lambda s: s[6] == -1
                 and any(
                     s[0][p] < len(self.script[p])
-                    and any(len(s[1][q]) >= c.queue_size for q in self.ev_queues[self.script[p][s[0][p]]])
+                    and any(len(s[1][q]) >= c.queue_size for q in self.queues(self.script[p][s[0][p]]))
                     for p in range(P)
                 ),
             )
@@ -369,6 +454,8 @@ def build_properties(self):
             witness=lambda s: any(v in (DONE, FEEDRUN) for v in s[3]) and (not c.enabled or QUEUED in s[3]),
         )
     )
+
+    props += _issue31_claims(self, c, n, P, K)
 
     # -- liveness ------------------------------------------------------------
     fair_words = (
@@ -401,4 +488,214 @@ def build_properties(self):
                         fairness=fair_words,
                     )
                 )
+    if not c.forward_initiated_at_once:
+        for p in range(P):
+            props.append(
+                leads_to(
+                    f"recovery-initiated-reaches-customer-{p}",
+                    f"every recovery producer {p}'s SDK initiated is eventually announced to the customer's "
+                    "onRecoveryInitiated (seed 004: \"onRecoveryInitiated() - invoked when a recovery is initiated\")",
+                    lambda s, p=p: s[TOLD][p] < s[REC][p],
+                    lambda s, p=p: s[TOLD][p] == s[REC][p],
+                    fairness=fair_words + "; the scheduler's call of the customer's onRecoveryInitiated",
+                )
+            )
+    return props
+
+
+def _issue31_claims(self: _Script, c, n: int, P: int, K: int) -> list:
+    """Rules the model had that no claim pinned down (issue 31, found by ``conq mutate-model
+    recovery-deferral``): where an event is queued, what the feed thread runs itself, what the customer
+    is told of a recovery, and the listener's record of each status callback."""
+    props = []
+    by_event = [e for e in range(n) if not self.random_queue(e)]
+
+    # REFERENCE.md section 3 "Allocation: queue index = hash(event id) mod number of queues"; seed 004
+    # "Configuration": "each task is allocated to a queue based on a hash of it's Task ID"
+    def on_match_queue(s):
+        queues, running = s[1], s[2]
+        for q in range(c.queues):
+            for e in queues[q] + ((running[q],) if running[q] >= 0 else ()):
+                if not self.random_queue(e) and q != self.ev_match[e] % c.queues:
+                    return False
+        return True
+
+    def two_matches_waiting(s):
+        placed = [(q, e) for q in range(c.queues) for e in s[1][q] + ((s[2][q],) if s[2][q] >= 0 else ())]
+        return len({self.ev_match[e] for _, e in placed if not self.random_queue(e)}) >= min(2, c.matches)
+
+    if c.enabled and by_event:
+        props.append(always(
+            "event-on-its-match-queue",
+            "a queued or running event whose task id is its match's (every sport event, and an error about a match "
+            "routed by event) is on queue hash(match) mod queues, so one match's events share a queue",
+            on_match_queue,
+            witness=two_matches_waiting,
+        ))
+    # an error about no event has a random task id (TaskID.none()): any queue may get it
+    anywhere = [e for e in range(n) if self.random_queue(e)]
+    if c.enabled and c.handle_errors_async and anywhere and c.queues > 1:
+        for q in range(c.queues):
+            props.append(sometimes(
+                f"random-task-id-on-queue-{q}",
+                f"an event with a random task id (an error about no event, or any error routed at random) is queued on "
+                f"queue {q}: TaskID.none() may hash to any queue",
+                lambda s, q=q: any(self.random_queue(e) for e in s[1][q]) or (s[2][q] >= 0 and self.random_queue(s[2][q])),
+            ))
+
+    # seed 004 "Configuration": "handleErrorsAsynchronously - whether error events are handled on the
+    # RabbitMQ thread, or if they should be spread ... over the task queues"; "enabled"
+    def feed_runs_what_it_must(s, a, o, t):
+        if a[0] != "feed" or s[6] != -1:
+            return True
+        e = self.script[a[1]][s[0][a[1]]]
+        here = not c.enabled or (self.ev_error[e] and not c.handle_errors_async)
+        if here:
+            return o == ("feed-thread", e)
+        if o.__class__ is tuple and o[0] == "feed-thread":
+            return c.on_queue_full is OnQueueFull.CALLER_RUNS  # a full queue, the caller-runs variant
+        return True
+
+    feed_here_seen = not c.enabled or (not c.handle_errors_async and any(self.ev_error))
+    props.append(always_step(
+        "feed-thread-runs-only-its-own",
+        "the feed thread runs the customer's listener itself exactly for what the configuration gives it: every event "
+        "with the concurrent listener disabled, error events with handleErrorsAsynchronously=false; anything else it "
+        "hands to a queue (or, the caller-runs variant, runs when the queue is full)",
+        feed_runs_what_it_must,
+        witness=lambda s, a, o, t: a[0] == "feed" and (o.__class__ is tuple and o[0] == "feed-thread" if feed_here_seen
+                                                       else o.__class__ is tuple and o[0] == "queued"),
+        actions=("feed",),
+    ))
+
+    # an event's status says where it is: queued <-> in a queue, running <-> on a worker
+    def status_matches_place(s):
+        queues, running, status = s[1], s[2], s[3]
+        queued = {e for q in queues for e in q}
+        busy = {e for e in running if e >= 0}
+        return all((e in queued) == (status[e] == QUEUED) and (e in busy) == (status[e] == RUNNING) for e in range(n))
+
+    if c.enabled:
+        props.append(always(
+            "event-status-matches-its-place",
+            "an event is queued exactly while it sits in a task queue and running exactly while a worker runs it",
+            status_matches_place,
+            witness=lambda s: any(v == RUNNING for v in s[3]) and any(v == QUEUED for v in s[3]),
+        ))
+
+    # what the customer is told of a recovery: never one the SDK did not initiate
+    props.append(always(
+        "customer-told-only-initiated-recoveries",
+        "the customer's onRecoveryInitiated is called only with a request id of a recovery the SDK initiated "
+        "(never ahead of the SDK)",
+        lambda s: all(s[TOLD][p] <= s[REC][p] for p in range(P)),
+        witness=lambda s: any(s[TOLD][p] == s[REC][p] >= 1 for p in range(P)),
+    ))
+
+    # status callbacks come from the SDK's recovery manager: after a recovery, unless configured otherwise
+    props.append(always_step(
+        "status-callbacks-follow-a-recovery",
+        "the SDK makes a status callback only once a recovery of its producer was initiated (callbacks_without_recovery: "
+        "also before)",
+        lambda s, a, o, t: a[0] != "status" or c.callbacks_without_recovery or s[REC][a[1]] > 0,
+        witness=lambda s, a, o, t: a[0] == "status" and s[REC][a[1]] > 0,
+        actions=("status",),
+    ))
+    nonup = [k for k in range(K) if not self.is_up[k]]
+    resent = [e for e in range(n) if self.ev_rec[e] > 0]
+    if nonup and resent and c.up_after_events:
+        props.append(sometimes(
+            "down-while-recovery-resends",
+            "a status callback other than an up signal reaches the customer while its recovery's events are still "
+            "arriving (only up signals wait for the resent events: snapshot_complete)",
+            lambda s: any(s[NOTES][p][k] == DELIVERED for p in range(P) for k in nonup if s[REC][p] > 0
+                          and any(s[3][e] == UNFED and self.ev[e][0] == p and self.ev_rec[e] == s[REC][p] for e in resent)),
+        ))
+    props.append(always_step(
+        "only-ups-deferred",
+        "a status callback reaches the customer in its own step unless it is an up signal and the concurrent listener "
+        "is enabled (seed 004: the listener defers ProducerUp; the legacy SDK forwards every callback)",
+        lambda s, a, o, t: a[0] != "status" or o == "forwarded" or (c.enabled and self.is_up[a[2]] and o in ("deferred", "dropped")),
+        # where the configuration has one: a callback that is not deferred; else an up that is
+        witness=(lambda s, a, o, t: a[0] == "status" and o == "forwarded" and (not c.enabled or not self.is_up[a[2]]))
+        if nonup or not c.enabled else (lambda s, a, o, t: a[0] == "status" and o == "deferred"),
+        actions=("status",),
+    ))
+
+    # the listener's record of each status callback (notes, upctx): what the at-most-once and the
+    # own-context claims read, so it must say what happened
+    def record_follows_fate(s, a, o, t):
+        name = a[0]
+        if name == "status":
+            p, k = a[1], a[2]
+            want = {"forwarded": DELIVERED, "deferred": PENDING, "dropped": LOST}.get(o)
+            return want is not None and t[NOTES][p][k] == want
+        if name == "poll":
+            p, k = a[1], a[2]
+            if o == "delivered":
+                return t[NOTES][p][k] == DELIVERED
+            if o == "due":
+                return t[NOTES][p][k] == DUE and t[SCHED] == (p, s[UPCTX][p][k], k)
+            return t[NOTES] == s[NOTES]
+        if name == "deliver":
+            p, r, k = s[SCHED]
+            return t[SCHED] == () and (t[NOTES][p][k] == DELIVERED if s[REC][p] == r and s[NOTES][p][k] == DUE
+                                       else t[NOTES] == s[NOTES])
+        return True
+
+    props.append(always_step(
+        "callback-record-follows-its-fate",
+        "the listener records what became of each status callback in the step that decides it: forwarded or delivered "
+        "to the customer, deferred, dropped, or read 0 and due",
+        record_follows_fate,
+        witness=lambda s, a, o, t: a[0] == "status" and o in ("forwarded", "deferred"),
+        actions=("status", "poll", "deliver"),
+    ))
+
+    def moves_allowed(s, a, o, t):
+        name = a[0]
+        for p in range(P):
+            for k in range(K):
+                x, y = s[NOTES][p][k], t[NOTES][p][k]
+                if x == y:
+                    continue
+                mine = len(a) > 1 and a[1] == p
+                if name == "recover" and mine:
+                    ok = y == NOT_SENT  # a new epoch; a kept deferred up keeps its mark (x == y above)
+                elif name == "status" and mine and a[2] == k:
+                    ok = x == NOT_SENT
+                elif name == "status" and mine:  # another callback of the producer: a Down, or a replacing up
+                    ok = x in (PENDING, STALE) and y in (CANCELLED, STALE, LOST)
+                elif name == "poll" and mine and a[2] == k:
+                    ok = x in (PENDING, STALE) and y in (DELIVERED, DUE)
+                elif name == "deliver" and s[SCHED][0] == p and s[SCHED][2] == k:
+                    ok = x == DUE and y == DELIVERED
+                else:
+                    ok = False
+                if not ok:
+                    return False
+            if (s[NOTES][p] != t[NOTES][p] or s[UPCTX][p] != t[UPCTX][p]) and name == "recover" and a[1] == p:
+                # a new epoch: every callback not kept deferred is unsent again, with no context
+                keep = [not c.new_recovery_supersedes and v in (PENDING, STALE) for v in s[NOTES][p]]
+                if any(not kp and (t[NOTES][p][k] != NOT_SENT or t[UPCTX][p][k] != 0) for k, kp in enumerate(keep)):
+                    return False
+        return True
+
+    props.append(always_step(
+        "callback-records-move-as-allowed",
+        "a callback's record changes only as the listener's steps allow: sent (once per recovery epoch), cancelled or "
+        "replaced while deferred, delivered or due after a poll, and every callback not kept deferred unsent again, "
+        "with no context, when its producer starts a new recovery",
+        moves_allowed,
+        witness=(lambda s, a, o, t: a[0] == "recover" and any(v != NOT_SENT for v in s[NOTES][a[1]])) if c.recoveries > 1
+        else (lambda s, a, o, t: s[NOTES] != t[NOTES] and a[0] != "status") if c.enabled and any(self.is_up)
+        else (lambda s, a, o, t: s[NOTES] != t[NOTES]),
+        actions=("recover", "status", "poll", "deliver"),
+    ))
+    props.append(always(
+        "unsent-callback-has-no-context",
+        "a status callback not sent in its producer's current epoch is correlated with no recovery context",
+        lambda s: all(s[UPCTX][p][k] == 0 for p in range(P) for k in range(K) if s[NOTES][p][k] == NOT_SENT),
+        witness=lambda s: any(s[UPCTX][p][k] > 0 and s[NOTES][p][k] != NOT_SENT for p in range(P) for k in range(K)),
+    ))
     return props

@@ -163,6 +163,7 @@ class RecoveryDeferralEncoding(Encoding):
             "pending-equals-allocated-minus-completed": track,
             "pending-non-negative": ["pending-bijection", *track],
             "recovery-initiated-first": ["told-is-latest", "handed-over-after-initiated", "callback-contexts", "fed-in-range"],
+            "event-status-matches-its-place": base,
         }
         if c.late_initiation:
             # the claim's events half does not apply (the SDK itself calls late).  Its up half: the customer is
@@ -614,7 +615,41 @@ class RecoveryDeferralEncoding(Encoding):
             "processed-exactly-once": lambda s: self._literal_exactly_once(s) if self.bound else self._placement(s),
             "recovery-initiated-first": self._initiated_first,
             "deferred-up-of-latest-recovery": self._of_latest,
+            # issue 31 (model mutation coverage)
+            "event-status-matches-its-place": lambda s: self._literal_status_place(s) if self.bound else self._placement(s),
+            "event-on-its-match-queue": self._on_match_queue,
+            "customer-told-only-initiated-recoveries": lambda s: self.each(
+                "producer", sc.P, lambda p: s.told[p] <= s.rec[p], name="tor!p"),
+            "unsent-callback-has-no-context": lambda s: self.each("producer", sc.P, lambda p: self.each(
+                "callback", sc.K, lambda k: z3.Implies(s.notes[p][k] == NOT_SENT, s.upctx[p][k] == 0), name="unc!k"),
+                name="unc!p"),
         }
+
+    def _literal_status_place(self, s):
+        """Bounded: each event is in a queue's live slots iff queued, in a worker's slot iff running."""
+        n, Q, QS = self.bound["event"], self.bound["queue"], self.c.queue_size
+        parts = []
+        for e in range(n):
+            inq = z3.Or([z3.And(i < s.qt[q] - s.qh[q], s.qbuf[q][s.qh[q] + i] == e) for q in range(Q) for i in range(QS)]
+                        or [z3.BoolVal(False)])
+            run = z3.Or([s.running[q] == e for q in range(Q)] or [z3.BoolVal(False)])
+            parts += [inq == (s.status[e] == QUEUED), run == (s.status[e] == RUNNING)]
+        return z3.And(parts + [s.qt[q] - s.qh[q] <= QS for q in range(Q)])
+
+    def _on_match_queue(self, s):
+        """Every queued or running event with its match's task id is on its queue: the script's table
+        ``queue`` (hash(match) mod queues, read from the configuration when bounded; a modulo with a
+        symbolic divisor would make the unbounded queries non-linear)."""
+        sc = self.sc
+        ok = lambda e, q: z3.Or(sc.any[e], sc.queue[e] == q)
+        if self.bound is not None:
+            Q, QS = self.bound["queue"], self.c.queue_size
+            return z3.And([z3.Implies(i < s.qt[q] - s.qh[q], ok(s.qbuf[q][s.qh[q] + i], q)) for q in range(Q) for i in range(QS)]
+                          + [z3.Implies(s.running[q] != -1, ok(s.running[q], q)) for q in range(Q)])
+        inq = lambda q: z3.And(0 <= q, q < sc.Q)
+        return z3.And(
+            self._fa(["mq!q", "mq!k"], lambda q, k: z3.And(inq(q), s.qh[q] <= k, k < s.qt[q]), lambda q, k: ok(s.qbuf[q][k], q)),
+            self._fa(["mq!r"], lambda q: z3.And(inq(q), s.running[q] != -1), lambda q: ok(s.running[q], q)))
 
     def _initiated_first(self, s):
         sc, T = self.sc, self._tab

@@ -266,3 +266,16 @@ def test_pinned_sources_come_from_git():
         pytest.skip("not a git checkout")
     rev, sources = got
     assert "model.py" in sources and "class RecoveryDeferralModel" in sources["model.py"]
+
+
+def test_a_sample_reports_the_mutants_it_searched(toy):
+    """The main job's sample: the first mutants by id among those whose code runs, each reported with
+    the verdict of its own search (the same as searched alone)."""
+    cfg = [SuiteConfig.of("small")]
+    rep = run_mutation("toyq", "conq_toy_mutation:ToyModel", cfg, workers=0, sample=3)
+    every = run_mutation("toyq", "conq_toy_mutation:ToyModel", cfg, workers=0)
+    run_ids = sorted(r["id"] for r in every.results if r.get("configs_run"))
+    assert [r["id"] for r in rep.results] == sorted(run_ids[:3], key=lambda i: [x["id"] for x in every.results].index(i))
+    by = {r["id"]: r for r in every.results}
+    assert all(r["verdict"] == by[r["id"]]["verdict"] and r["detail"] == by[r["id"]]["detail"] for r in rep.results)
+    assert rep.population == {"mutants": len(every.results), "run": len(run_ids), "sampled": 3}

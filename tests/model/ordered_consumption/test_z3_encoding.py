@@ -214,6 +214,10 @@ NECESSARY = [
     ("consumptions-within-max", "fifo-delay-after-failure", "next_attempt_delay"),
     ("consumptions-within-max", "fifo-one-consumed-copy", "consume"),
     ("consumptions-within-max", "fifo-outcome-remembered", "consume"),
+    # issue 31: a cached copy marked old would be taken and counted; a remembered outcome in standard
+    # mode would settle a consumed copy that is still counted
+    ("cache-counts-what-it-holds", "old-only-in-consumption", "take"),
+    ("cache-counts-what-it-holds", "standard-no-memo", "consume"),
 ]
 
 
