@@ -60,6 +60,17 @@ class _Script:
                                 for (_, m, _), err in zip(self.ev, self.ev_error))
         self.is_up = tuple(k in UP_KINDS for k in c.callbacks)
 
+    def newest(self, s, p: int) -> int:
+        """Producer p's newest recovery: the one its last onRecoveryInitiated stored or, with a late
+        initiation (DEV-032), a newer one some of whose resent events already arrived."""
+        seen = max((self.ev_rec[e] for e in self.script[p][:s[0][p]]), default=0)
+        return max(s[REC][p], seen) if self.config.late_initiation else s[REC][p]
+
+    def known(self, s, p: int) -> int:
+        """The recovery the listener ties producer p's up to: the newest (correlate_with_events, the
+        reference) or the stored one (upstream, DEV-032)."""
+        return self.newest(s, p) if self.config.correlate_with_events else s[REC][p]
+
     def ctx(self, p: int, r: int) -> int:
         """RecoveryContext (p, request id r) as a number: 0 is NONE (r = 0), then per producer its
         request ids 1..recoveries."""
@@ -95,7 +106,7 @@ class _Script:
         if a[0] == "deliver":
             return s[SCHED]
         if a[0] == "status" and o == "forwarded" and self.is_up[a[2]]:
-            return (a[1], s[REC][a[1]], a[2])
+            return (a[1], self.known(s, a[1]), a[2])
         return None
 
     def _delivered_up(self, s, a, o, t):
@@ -595,10 +606,10 @@ def _issue31_claims(self: _Script, c, n: int, P: int, K: int) -> list:
     # status callbacks come from the SDK's recovery manager: after a recovery, unless configured otherwise
     props.append(always_step(
         "status-callbacks-follow-a-recovery",
-        "the SDK makes a status callback only once a recovery of its producer was initiated (callbacks_without_recovery: "
-        "also before)",
-        lambda s, a, o, t: a[0] != "status" or c.callbacks_without_recovery or s[REC][a[1]] > 0,
-        witness=lambda s, a, o, t: a[0] == "status" and s[REC][a[1]] > 0,
+        "the SDK makes a status callback only once a recovery of its producer was initiated -- by its onRecoveryInitiated, "
+        "or (late_initiation, DEV-032) by the resent events that came first (callbacks_without_recovery: also before)",
+        lambda s, a, o, t: a[0] != "status" or c.callbacks_without_recovery or self.newest(s, a[1]) > 0,
+        witness=lambda s, a, o, t: a[0] == "status" and self.newest(s, a[1]) > 0,
         actions=("status",),
     ))
     nonup = [k for k in range(K) if not self.is_up[k]]
@@ -636,6 +647,8 @@ def _issue31_claims(self: _Script, c, n: int, P: int, K: int) -> list:
                 return t[NOTES][p][k] == DELIVERED
             if o == "due":
                 return t[NOTES][p][k] == DUE and t[SCHED] == (p, s[UPCTX][p][k], k)
+            if o == "superseded":  # a newer recovery's events came first (late_initiation, DEV-032)
+                return t[NOTES][p][k] == NOT_SENT and t[UPCTX][p][k] == 0
             return t[NOTES] == s[NOTES]
         if name == "deliver":
             p, r, k = s[SCHED]
@@ -646,7 +659,7 @@ def _issue31_claims(self: _Script, c, n: int, P: int, K: int) -> list:
     props.append(always_step(
         "callback-record-follows-its-fate",
         "the listener records what became of each status callback in the step that decides it: forwarded or delivered "
-        "to the customer, deferred, dropped, or read 0 and due",
+        "to the customer, deferred, dropped, read 0 and due, or superseded by a newer recovery seen first on its events",
         record_follows_fate,
         witness=lambda s, a, o, t: a[0] == "status" and o in ("forwarded", "deferred"),
         actions=("status", "poll", "deliver"),
@@ -667,16 +680,26 @@ def _issue31_claims(self: _Script, c, n: int, P: int, K: int) -> list:
                 elif name == "status" and mine:  # another callback of the producer: a Down, or a replacing up
                     ok = x in (PENDING, STALE) and y in (CANCELLED, STALE, LOST)
                 elif name == "poll" and mine and a[2] == k:
-                    ok = x in (PENDING, STALE) and y in (DELIVERED, DUE)
+                    ok = x in (PENDING, STALE) and (y in (DELIVERED, DUE) or (y == NOT_SENT and c.late_initiation))
+                elif name == "feed" and mine and c.late_initiation:
+                    ok = y == NOT_SENT  # the first resent event of the next recovery: the SDK's new epoch
                 elif name == "deliver" and s[SCHED][0] == p and s[SCHED][2] == k:
                     ok = x == DUE and y == DELIVERED
                 else:
                     ok = False
                 if not ok:
                     return False
-            if (s[NOTES][p] != t[NOTES][p] or s[UPCTX][p] != t[UPCTX][p]) and name == "recover" and a[1] == p:
-                # a new epoch: every callback not kept deferred is unsent again, with no context
-                keep = [not c.new_recovery_supersedes and v in (PENDING, STALE) for v in s[NOTES][p]]
+            epoch = (name == "recover" or (name == "feed" and c.late_initiation)) and a[1] == p
+            if (s[NOTES][p] != t[NOTES][p] or s[UPCTX][p] != t[UPCTX][p]) and epoch:
+                # a new epoch: every callback not kept is unsent again, with no context.  Kept: a deferred up
+                # when a new recovery does not supersede it; with late initiation, a deferred up when the
+                # next recovery's first event arrives, and an up already tied to the recovery being initiated
+                r = s[REC][p] + 1
+                keep = [(not c.new_recovery_supersedes and v in (PENDING, STALE))
+                        or (name == "feed" and v in (PENDING, STALE, DUE))
+                        or (name == "recover" and c.late_initiation and c.correlate_with_events and c.new_recovery_supersedes
+                            and s[UPCTX][p][k] == r and v != NOT_SENT)
+                        for k, v in enumerate(s[NOTES][p])]
                 if any(not kp and (t[NOTES][p][k] != NOT_SENT or t[UPCTX][p][k] != 0) for k, kp in enumerate(keep)):
                     return False
         return True
@@ -684,13 +707,14 @@ def _issue31_claims(self: _Script, c, n: int, P: int, K: int) -> list:
     props.append(always_step(
         "callback-records-move-as-allowed",
         "a callback's record changes only as the listener's steps allow: sent (once per recovery epoch), cancelled or "
-        "replaced while deferred, delivered or due after a poll, and every callback not kept deferred unsent again, "
-        "with no context, when its producer starts a new recovery",
+        "replaced while deferred, delivered, due or superseded after a poll, and every callback not kept unsent again, "
+        "with no context, when its producer's SDK enters a new recovery (its initiation, or its first resent event "
+        "with a late initiation)",
         moves_allowed,
         witness=(lambda s, a, o, t: a[0] == "recover" and any(v != NOT_SENT for v in s[NOTES][a[1]])) if c.recoveries > 1
         else (lambda s, a, o, t: s[NOTES] != t[NOTES] and a[0] != "status") if c.enabled and any(self.is_up)
         else (lambda s, a, o, t: s[NOTES] != t[NOTES]),
-        actions=("recover", "status", "poll", "deliver"),
+        actions=("recover", "status", "poll", "deliver", "feed"),
     ))
     props.append(always(
         "unsent-callback-has-no-context",
