@@ -8,8 +8,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from conq import manifest
-from conq.catalog import _spec_dir
+from conq.spec import manifest
+from conq.spec.catalog import _spec_dir
 from conq.model.engines.model_mutation import MutationReport, SuiteConfig, arguments_from_markdown, run_mutation
 from conq.model.engines.registry import MODELS
 
@@ -34,16 +34,23 @@ def suite_configs(model: str, names: Iterable[str] | None = None) -> list[SuiteC
     return configs
 
 
-def smallest_config(model: str) -> SuiteConfig:
-    """The smallest configuration of ``model``'s manifest (fewest states) whose claims all hold: what
-    ``conq run`` measures the mutation score on."""
-    entries = [e for e in manifest.load() if e.model == model and not e.slow and not e.symmetry and not e.violated
-               and not e.overrides]
-    e = min(entries, key=lambda x: (x.states, x.config))
+def smallest_config(model: str, among: Iterable[str] | None = None) -> SuiteConfig:
+    """The smallest configuration of ``model``'s manifest (fewest states) whose claims all hold (of the
+    named ones ``among``, when given: any of them if none is clean): what ``conq run`` measures the
+    mutation score on."""
+    entries = [e for e in manifest.load() if e.model == model and not e.slow and not e.symmetry and not e.overrides]
+    if among is not None:
+        names = set(among)
+        entries = [e for e in entries if e.config in names]
+    clean = [e for e in entries if not e.violated] or entries
+    if not clean:
+        return SuiteConfig.of(sorted(among)[0]) if among else SuiteConfig.of(next(iter(suite_configs(model))).name)
+    e = min(clean, key=lambda x: (x.states, x.config))
     return SuiteConfig.of(e.config, {}, e.liveness)
 
 
-def spec_page(model: str) -> Path:
+def spec_page(model: str) -> Any:
+    """The model's spec page (spec/MODEL.md; a Traversable of the installed package)."""
     return _spec_dir() / f"{model}.md"
 
 
@@ -59,7 +66,7 @@ def mutate_model(model: str, configs: list[SuiteConfig] | None = None, *, worker
     page = spec_page(model)
     args = arguments_from_markdown(page.read_text(encoding="utf-8")) if page.is_file() else {}
     return run_mutation(model, MODELS[model], configs if configs is not None else suite_configs(model),
-                        workers=workers, arguments=args, arguments_file=str(page.relative_to(page.parent.parent)),
+                        workers=workers, arguments=args, arguments_file=f"spec/{model}.md",
                         only=only, operators=operators, progress=progress, on_result=on_result, lines=lines,
                         sample=sample)
 
@@ -145,12 +152,17 @@ def mutation_stage(out_dir: Path, console: Any) -> list[dict[str, Any]]:
     A mutant count-only there is searched on the rest of the suite; the row fails when one stays
     count-only everywhere without a written argument (a rule no claim pins), or the engine errs.
     Each model's report: reports/model-mutation-MODEL.json."""
+    from conq.jobs import _SUBSET
     from conq.model.engines.registry import model_names
 
+    subset = _SUBSET.get()
     rows = []
     for model in model_names():
+        if not subset.has_model(model):
+            continue
         t0 = time.perf_counter()
-        small = smallest_config(model)
+        named = subset.models.get(model) if subset.models is not None else None
+        small = smallest_config(model, named)
         console.print(f"[dim]model mutation: {model} on {small.label}[/]")
         rep = mutate_model(model, [small], sample=STAGE_SAMPLE)
         holes = [r for r in rep.results if r["verdict"] == "count-only"]
@@ -158,9 +170,10 @@ def mutation_stage(out_dir: Path, console: Any) -> list[dict[str, Any]]:
         if holes:
             # the rest of the suite, in two tiers: the configurations of at most ESCALATE_STATES states
             # first, and only what is still count-only on them on the larger ones
-            sizes = {(e.config, tuple(sorted(e.overrides.items()))): e.states for e in manifest.load() if e.model == model}
+            sizes = {(c.name, c.overrides): e.states for e in manifest.load() if e.model == model
+                     for c in [SuiteConfig.of(e.config, e.overrides)]}
             rest = [c for c in suite_configs(model) if (c.name, c.overrides) != (small.name, small.overrides)]
-            size = {id(c): sizes.get((c.name, tuple(sorted((k, v) for k, v in c.overrides))), 0) for c in rest}
+            size = {id(c): sizes.get((c.name, c.overrides), 0) for c in rest}
             for tier in ([c for c in rest if size[id(c)] <= ESCALATE_STATES], [c for c in rest if size[id(c)] > ESCALATE_STATES]):
                 todo = [r["id"] for r in holes if elsewhere.get(r["id"], {}).get("verdict") != "killed"]
                 if not tier or not todo:
