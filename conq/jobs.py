@@ -140,7 +140,7 @@ def model_mutation_stage(out_dir: Path, console: Console) -> list[dict[str, Any]
     """Each model's mutation coverage on its smallest configuration (conq/mutate.py, issue 31)."""
     from conq.mutate import mutation_stage
 
-    return mutation_stage(out_dir, console)
+    return mutation_stage(out_dir, console, _SUBSET.get().models)
 
 
 #: Stages after model checking: (name, function(out_dir, console) -> rows with

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Mapping
 
 from conq.spec import manifest
 from conq.spec.catalog import _spec_dir
@@ -146,22 +146,22 @@ STAGE_SAMPLE = 30
 ESCALATE_STATES = 20_000
 
 
-def mutation_stage(out_dir: Path, console: Any) -> list[dict[str, Any]]:
+def mutation_stage(out_dir: Path, console: Any,
+                   models: Mapping[str, frozenset[str] | None] | None = None) -> list[dict[str, Any]]:
     """``conq run``: each model's mutation score on its smallest configuration (smallest_config), over
     a fixed sample of :data:`STAGE_SAMPLE` of the mutants whose code runs there (ids in hash order).
     A mutant count-only there is searched on the rest of the suite; the row fails when one stays
     count-only everywhere without a written argument (a rule no claim pins), or the engine errs.
-    Each model's report: reports/model-mutation-MODEL.json."""
-    from conq.jobs import _SUBSET
+    ``models`` is the run's subset (model -> the configurations named, None: all of them; None: every
+    model). Each model's report: reports/model-mutation-MODEL.json."""
     from conq.model.engines.registry import model_names
 
-    subset = _SUBSET.get()
     rows = []
     for model in model_names():
-        if not subset.has_model(model):
+        if models is not None and model not in models:
             continue
         t0 = time.perf_counter()
-        named = subset.models.get(model) if subset.models is not None else None
+        named = models.get(model) if models is not None else None
         small = smallest_config(model, named)
         console.print(f"[dim]model mutation: {model} on {small.label}[/]")
         rep = mutate_model(model, [small], sample=STAGE_SAMPLE)

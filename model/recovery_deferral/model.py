@@ -658,6 +658,13 @@ class RecoveryDeferralModel(Model):
     def orbit(self, s):
         return list(dict.fromkeys([s] + [self.permute(s, g) for g in self._symmetries()]))
 
+    @property
+    def orbit_properties(self) -> frozenset[str]:
+        """The per-queue witnesses "random-task-id-on-queue-Q" (properties.py, issue 31) name a queue, so
+        a queue renaming swaps them: with symmetry the engines evaluate them on the representative's
+        whole orbit (kernel.Model.orbit_properties)."""
+        return frozenset(p.name for p in self.property_list() if p.name.startswith("random-task-id-on-queue-"))
+
     def canonical(self, s):
         """The least of ``s``'s renamings: one representative per class."""
         best = s
