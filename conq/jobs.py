@@ -144,7 +144,8 @@ def model_mutation_stage(out_dir: Path, console: Console) -> list[dict[str, Any]
 
 
 #: Stages after model checking: (name, function(out_dir, console) -> rows with
-#: "stage", "subject", "result", "ok", "seconds", and optional "markdown").
+#: "stage", "subject", "result", "ok", "seconds", and optional "markdown" and "files" (name -> text,
+#: written into the run's output folder; ``out_dir`` itself is only for nested conq outputs).
 STAGES: list[tuple[str, Callable[[Path, Console], list[dict[str, Any]]]]] = [
     ("model mutation", model_mutation_stage),
     ("conformance", conformance_stage),
@@ -247,6 +248,8 @@ def _main_job(folder: Any, *, quick: bool, json_out: bool, console: Console, pro
             stage_rows = stage(out_dir, progress)
         for row in stage_rows:
             markdown.append(row.pop("markdown", ""))
+            for name, data in row.pop("files", {}).items():  # a stage's own files, staged with the page
+                folder.write(name, data)
             summary = row.pop("replay_summary", None)
             if summary is not None:
                 model_name, _, config_name = row["subject"].partition(" ")[0].partition("/")

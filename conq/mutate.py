@@ -190,8 +190,6 @@ def mutation_stage(out_dir: Path, console: Any,
         j = rep.to_json()
         j["count_only_elsewhere"] = {i: {k: r.get(k) for k in ("verdict", "config", "property", "how", "length")}
                                      for i, r in elsewhere.items()}
-        out_dir.mkdir(parents=True, exist_ok=True)
-        (out_dir / f"model-mutation-{model}.json").write_text(json.dumps(j, indent=1, default=str) + "\n", encoding="utf-8")
         score = "-" if j["score"] is None else f"{100 * j['score']:.1f}%"
         pop = j["population"]
         result = (f"{j['mutants']} of {pop.get('run', j['mutants'])} mutants run there ({pop.get('mutants')} in all): {j['killed']} killed, {j['equivalent']} equivalent, {j['argued']} argued, "
@@ -203,5 +201,7 @@ def mutation_stage(out_dir: Path, console: Any,
         if internal:
             result += f"; engine errors: {internal[0].get('error')}"
         rows.append({"stage": "model mutation", "subject": f"{model}/{small.label}", "result": result,
-                     "ok": not left and not internal and not j["timeout"], "seconds": round(time.perf_counter() - t0, 2)})
+                     "ok": not left and not internal and not j["timeout"], "seconds": round(time.perf_counter() - t0, 2),
+                     # staged by the main job in its output folder (conformance/output_folder.py)
+                     "files": {f"model-mutation-{model}.json": json.dumps(j, indent=1, default=str) + "\n"}})
     return rows

@@ -13,7 +13,7 @@ import json
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 from conq.model.engines.explorer import Exploration
 
@@ -79,8 +79,10 @@ def load_file(path: Path) -> list[Expectation]:
     return out
 
 
-def mismatches(exp: Expectation, ex: Exploration) -> list[str]:
-    """What differs between an exploration and its expectation (empty: as expected)."""
+def mismatches(exp: Expectation, ex: Exploration, ignore: Iterable[str] = ()) -> list[str]:
+    """What differs between an exploration and its expectation (empty: as expected); the verdicts of
+    the properties named in ``ignore`` are not judged (those the expectation did not check)."""
+    ignore = frozenset(ignore)
     problems = []
     if not ex.complete:
         problems.append(f"search incomplete: {ex.stop_reason}")
@@ -88,11 +90,11 @@ def mismatches(exp: Expectation, ex: Exploration) -> list[str]:
         problems.append(f"states: expected {exp.states}, found {ex.states}")
     if ex.transitions != exp.transitions:
         problems.append(f"transitions: expected {exp.transitions}, found {ex.transitions}")
-    found = {v.prop.name for v in ex.verdicts if v.status == "violated"}
-    if found != set(exp.violated):
+    found = {v.prop.name for v in ex.verdicts if v.status == "violated" and v.prop.name not in ignore}
+    if found != set(exp.violated) - ignore:
         problems.append(f"violated: expected {sorted(exp.violated)}, found {sorted(found)}")
     for v in ex.verdicts:
-        if v.status in ("vacuous", "unreached"):
+        if v.status in ("vacuous", "unreached") and v.prop.name not in ignore:
             problems.append(f"{v.prop.name}: {v.status} ({v.detail})")
     return problems
 
