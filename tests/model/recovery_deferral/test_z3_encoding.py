@@ -311,8 +311,10 @@ def test_the_encoding_agrees_with_the_model_where_the_sdk_initiates_late(cfg):
     common = {"late-initiation", "late-initiation keeping an up", "event of a recovery not initiated",
               "up before its initiation"}
     assert set(found) == (common | {"superseded", "waits-initiation"} if cfg.startswith("reference") else common)
-    for kind, (s, a) in sorted(found.items()):
-        assert symbolic.cross_check(enc, m, s) == [], kind
+    for kind, (s, a) in sorted(found.items()):  # the step that makes the situation
+        assert symbolic.cross_check(enc, m, s, [a]) == [], kind
+    # every action at the richest of them: an up of the next recovery deferred before its initiation
+    assert symbolic.cross_check(enc, m, found["late-initiation keeping an up"][0]) == []
     # and an encoding without the rule drifts: the next recovery's event is not enabled without a late
     # initiation; upstream's correlation ties the up to the stored recovery
     s, a = found["event of a recovery not initiated"]
