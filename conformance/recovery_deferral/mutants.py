@@ -655,9 +655,12 @@ def journal_scenario(k: int):
     from conq.impl.recovery_deferral.feed import Scenario
 
     ups = (("FirstRecoveryCompleted",), ("ProducerUp", "FirstRecoveryCompleted"))[k % 2]
+    # one scenario in four has the SDK's late onRecoveryInitiated (DEV-032): half its recoveries are
+    # initiated after some of their events, maybe after their up (the journal is checked accordingly)
     scenario = Scenario(producers=3, matches_per_producer=4, live_events=4, recoveries=2, events_per_recovery=12,
                         up_timing="after", up_callbacks=ups, error_rate=0.2, errors_without_event=1,
-                        failure_rate=0.15, latency=(0.0, 0.002), down_after_up_rate=0.3, seed=100 + k)
+                        failure_rate=0.15, latency=(0.0, 0.002), down_after_up_rate=0.3,
+                        late_initiation_rate=0.5 if k % 4 == 3 else 0.0, seed=100 + k)
     config = ConcurrentListenerConfig(threads=3, queue_size=2, poll_interval=0.005)
     return scenario, config
 

@@ -157,6 +157,9 @@ class Scenario:
     latency: tuple[float, float] = (0.0, 0.0)  # handler latency range, seconds (uniform)
     down_after_up_rate: float = 0.0  # chance that a Down follows a recovery's "up" callbacks
     interleave: bool = True  # merge the producers' streams (else one producer after the other)
+    #: chance that the SDK calls a recovery's onRecoveryInitiated late: after some of its resent events,
+    #: maybe after its "up" (upstream's SDK, spec/deviations.md DEV-032); before the next recovery's
+    late_initiation_rate: float = 0.0
     seed: int = 0
 
 
@@ -174,7 +177,9 @@ def build_script(s: Scenario) -> list[Step]:
         for _ in range(s.live_events):
             out.append(Event(FeedEvent(rng.choice(matches), p, 0, "odds_change", 0, work())))
         for r in range(1, s.recoveries + 1):
-            out.append(Recover(p, r))
+            late = s.late_initiation_rate > 0 and rng.random() < s.late_initiation_rate
+            if not late:
+                out.append(Recover(p, r))
             resent: list[Step] = []
             for _ in range(s.events_per_recovery):
                 m = rng.choice(matches)
@@ -188,8 +193,13 @@ def build_script(s: Scenario) -> list[Step]:
                 resent.insert(at, Error(ErrorEvent(p, r, None, "unparsable_message", 0, work())))
             timing = s.up_timing if s.up_timing != "random" else rng.choice(("before", "during", "after"))
             at = {"before": 0, "during": len(resent) // 2, "after": len(resent)}[timing]
-            ups: list[Step] = [Up(p, cb) for cb in s.up_callbacks]
+            # a late initiation's "up" says which recovery it completes (the journal check needs it)
+            ups: list[Step] = [Up(p, cb, request=r if late else None) for cb in s.up_callbacks]
             resent[at:at] = ups
+            if late:
+                # after the up half the time (the HTTP answer came last), else after some of the events
+                late_at = len(resent) if rng.random() < 0.5 else rng.randrange(1, len(resent) + 1) if resent else 0
+                resent.insert(late_at, Recover(p, r))
             out += resent
             if rng.random() < s.down_after_up_rate:
                 out.append(Down(p))

@@ -30,7 +30,7 @@ def matrix():
         mp.setattr(mutants, "RANDOM_TRACES", 90)
         mp.setattr(mutants, "HYPOTHESIS_EXAMPLES", 4)
         mp.setattr(mutants, "SCHEDULE_SEEDS", 200)
-        mp.setattr(mutants, "JOURNAL_SCENARIOS", 3)
+        mp.setattr(mutants, "JOURNAL_SCENARIOS", 4)  # the fourth initiates late (DEV-032)
         mp.setattr(mutants, "JOURNAL_RUNS", 30)
         m = mutants.run_catalog(engines=ORDER, budget=Budget(max_seconds=900), first_kill=True)
     assert not capped_cells(m), f"the safety cap was hit (the machine is far too slow, or an engine hangs): {capped_cells(m)}"
@@ -122,10 +122,13 @@ def test_the_journal_engine_kills_the_same_way_twice_and_its_run_replays(name):
     assert mutants.journal_replay(k, run) is None  # ... and only with the bug
 
 
-def test_the_seeded_schedules_run_a_late_initiation():
+def test_the_seeded_schedules_and_the_journal_run_a_late_initiation():
     """Issue 32, DEV-032: one feed-simulator script has a second recovery whose events and up come before its
-    onRecoveryInitiated (journal checked with ``late_initiation``); the reference passes every interleaving
-    tried, upstream's rule (``up-tied-to-stored-recovery``) loses the up to the late initiation."""
+    onRecoveryInitiated, and one journal scenario in four initiates half its recoveries late (journals checked
+    with ``late_initiation``); the reference passes every interleaving tried, upstream's rule
+    (``up-tied-to-stored-recovery``) loses an up to the late initiation or delivers it before it."""
+    from conq.impl.recovery_deferral.feed import build_script
+
     scripts = dict(mutants._scripts())
     late = scripts["late-initiation"]
     assert mutants._initiates_late(late) and not any(mutants._initiates_late(s) for k, s in scripts.items() if k != "late-initiation")
@@ -135,3 +138,9 @@ def test_the_seeded_schedules_run_a_late_initiation():
         det = mutants.engine_schedules(Budget())
     assert found and "was never delivered" in found[0]
     assert det.killed and "late-initiation script" in det.detail, det.detail
+    assert mutants._initiates_late(build_script(mutants.journal_scenario(3)[0]))
+    assert not any(mutants._initiates_late(build_script(mutants.journal_scenario(k)[0])) for k in (0, 1, 2))
+    assert [mutants.journal_replay(3, run) for run in range(8)] == [None] * 8
+    with mutants.MUTANTS["up-tied-to-stored-recovery"].applied():
+        killed = mutants.journal_replay(3, 0)
+    assert killed is not None and "ProducerUp of producer 2" in str(killed), killed
