@@ -665,42 +665,50 @@ def _issue31_claims(self: _Script, c, n: int, P: int, K: int) -> list:
         actions=("status", "poll", "deliver"),
     ))
 
+    def opens_epoch(s, a) -> bool:
+        """The step puts producer a[1]'s SDK in a new recovery epoch: its onRecoveryInitiated, or (late
+        initiation, DEV-032) the first resent event of a recovery newer than any the listener knows."""
+        if a[0] == "recover":
+            return True
+        if a[0] != "feed" or not c.late_initiation or s[0][a[1]] >= len(self.script[a[1]]):
+            return False
+        return self.ev_rec[self.script[a[1]][s[0][a[1]]]] > self.newest(s, a[1])
+
     def moves_allowed(s, a, o, t):
         name = a[0]
+        epoch = name in ("recover", "feed") and opens_epoch(s, a)
         for p in range(P):
+            if epoch and a[1] == p:
+                # a new epoch: every callback not kept is unsent again, with no context; a kept one keeps its
+                # record and context.  Kept: a deferred up when a new recovery does not supersede it; with late
+                # initiation, a deferred up when the next recovery's first event arrives, and an up already
+                # tied to the recovery being initiated
+                r = s[REC][p] + 1
+                for k, v in enumerate(s[NOTES][p]):
+                    kept = ((name == "recover" and not c.new_recovery_supersedes and v in (PENDING, STALE))
+                            or (name == "feed" and v in (PENDING, STALE, DUE))
+                            or (name == "recover" and c.late_initiation and c.correlate_with_events
+                                and c.new_recovery_supersedes and s[UPCTX][p][k] == r and v != NOT_SENT))
+                    want = (v, s[UPCTX][p][k]) if kept else (NOT_SENT, 0)
+                    if (t[NOTES][p][k], t[UPCTX][p][k]) != want:
+                        return False
+                continue
             for k in range(K):
                 x, y = s[NOTES][p][k], t[NOTES][p][k]
                 if x == y:
                     continue
                 mine = len(a) > 1 and a[1] == p
-                if name == "recover" and mine:
-                    ok = y == NOT_SENT  # a new epoch; a kept deferred up keeps its mark (x == y above)
-                elif name == "status" and mine and a[2] == k:
+                if name == "status" and mine and a[2] == k:
                     ok = x == NOT_SENT
                 elif name == "status" and mine:  # another callback of the producer: a Down, or a replacing up
                     ok = x in (PENDING, STALE) and y in (CANCELLED, STALE, LOST)
                 elif name == "poll" and mine and a[2] == k:
                     ok = x in (PENDING, STALE) and (y in (DELIVERED, DUE) or (y == NOT_SENT and c.late_initiation))
-                elif name == "feed" and mine and c.late_initiation:
-                    ok = y == NOT_SENT  # the first resent event of the next recovery: the SDK's new epoch
                 elif name == "deliver" and s[SCHED][0] == p and s[SCHED][2] == k:
                     ok = x == DUE and y == DELIVERED
-                else:
+                else:  # a feed step that opens no epoch, or another producer's step, leaves the record alone
                     ok = False
                 if not ok:
-                    return False
-            epoch = (name == "recover" or (name == "feed" and c.late_initiation)) and a[1] == p
-            if (s[NOTES][p] != t[NOTES][p] or s[UPCTX][p] != t[UPCTX][p]) and epoch:
-                # a new epoch: every callback not kept is unsent again, with no context.  Kept: a deferred up
-                # when a new recovery does not supersede it; with late initiation, a deferred up when the
-                # next recovery's first event arrives, and an up already tied to the recovery being initiated
-                r = s[REC][p] + 1
-                keep = [(not c.new_recovery_supersedes and v in (PENDING, STALE))
-                        or (name == "feed" and v in (PENDING, STALE, DUE))
-                        or (name == "recover" and c.late_initiation and c.correlate_with_events and c.new_recovery_supersedes
-                            and s[UPCTX][p][k] == r and v != NOT_SENT)
-                        for k, v in enumerate(s[NOTES][p])]
-                if any(not kp and (t[NOTES][p][k] != NOT_SENT or t[UPCTX][p][k] != 0) for k, kp in enumerate(keep)):
                     return False
         return True
 
@@ -716,6 +724,19 @@ def _issue31_claims(self: _Script, c, n: int, P: int, K: int) -> list:
         else (lambda s, a, o, t: s[NOTES] != t[NOTES]),
         actions=("recover", "status", "poll", "deliver", "feed"),
     ))
+    if c.forward_initiated_at_once:
+        # DEV-032: the port reports a late onRecoveryInitiated as such (conformance/recovery_deferral/driver.py,
+        # the port protocol's "forwarded-late"); the scheduler's fairness hangs on it (model.fair)
+        props.append(always_step(
+            "initiation-late-exactly-after-its-events",
+            "onRecoveryInitiated reaches the customer marked late exactly when some of that recovery's resent events "
+            "reached the listener first (late_initiation, DEV-032: RecoveryManagerImpl.ProducerRecoveryRequester.run "
+            "calls it only once /recovery/initiate_request answered)",
+            lambda s, a, o, t: a[0] != "recover" or o == ("forwarded-late" if c.late_initiation
+                                                          and self.newest(s, a[1]) > s[REC][a[1]] else "forwarded"),
+            witness=lambda s, a, o, t: a[0] == "recover" and o == ("forwarded-late" if c.late_initiation else "forwarded"),
+            actions=("recover",),
+        ))
     props.append(always(
         "unsent-callback-has-no-context",
         "a status callback not sent in its producer's current epoch is correlated with no recovery context",
