@@ -37,6 +37,7 @@ import json
 import os
 import platform
 import statistics
+import signal
 import subprocess
 import sys
 import tempfile
@@ -55,7 +56,10 @@ HUGE = ("reference", {"env_budget": 4})
 HUGE_COUNTS = (115_448_774, 772_013_952, 54)
 
 _CHILD = r"""
-import json, sys, time
+import json, signal, sys, time
+# SIGTERM (the bench stopped) ends the search through its finally blocks: its folder under the spill
+# directory and a standalone cluster's processes are removed, not left behind
+signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
 mode, config, overrides, partitions, spill = json.loads(sys.argv[1])
 from conq.model.engines.registry import load_model
 from conq.model.engines.explorer import explore
@@ -136,10 +140,29 @@ def _du(path: Path) -> int:
     return total
 
 
+def _end(p: subprocess.Popen) -> None:
+    """The row's process group ended (the bench interrupted or stopped): SIGTERM, so the search cleans
+    up in its finally blocks, then SIGKILL for what is left after a grace period."""
+    if p.poll() is None:
+        try:
+            os.killpg(p.pid, signal.SIGTERM)
+            p.wait(60)  # a safety cap: the search's clean-up removes its folder and stops Spark
+        except subprocess.TimeoutExpired:
+            pass
+        except ProcessLookupError:
+            return
+    try:
+        os.killpg(p.pid, signal.SIGKILL)  # anything of the group still running (Spark's JVM children)
+    except (ProcessLookupError, PermissionError):
+        pass
+    p.wait()
+
+
 def run(mode: str, config: str, overrides: dict, partitions: int | None, spill: str | None) -> dict:
     """One row in a fresh process: its result, and the tree's peak memory and CPU seconds."""
     arg = json.dumps([mode, config, overrides, partitions, spill])
-    p = subprocess.Popen([sys.executable, "-c", _CHILD, arg], cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    p = subprocess.Popen([sys.executable, "-c", _CHILD, arg], cwd=ROOT, stdout=subprocess.PIPE, text=True,
+                         start_new_session=True)
     peak, disk, done, cpu = [0], [0], threading.Event(), {}
 
     def sample() -> None:
@@ -152,9 +175,12 @@ def run(mode: str, config: str, overrides: dict, partitions: int | None, spill: 
 
     th = threading.Thread(target=sample, daemon=True)
     th.start()
-    out, _ = p.communicate()
-    done.set()
-    th.join()
+    try:
+        out, _ = p.communicate()
+    finally:
+        done.set()
+        th.join()
+        _end(p)
     if p.returncode != 0:
         raise SystemExit(f"{mode} failed (exit {p.returncode})")
     r = json.loads(out.strip().splitlines()[-1])
@@ -174,9 +200,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--spill-dir", default=None, help="where the Spark search keeps its files (default: a temporary folder)")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args(argv)
+    spill = a.spill_dir or tempfile.mkdtemp(prefix="conq-spark-bench-")
+    previous = signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # the finally below runs on SIGTERM
+    try:
+        return _main(a, spill)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        if not a.spill_dir:  # the folder this bench made (never one the user named)
+            import shutil
+
+            shutil.rmtree(spill, ignore_errors=True)
+
+
+def _main(a: argparse.Namespace, spill: str) -> int:
     sets = {k: json.loads(v) for k, v in (s.split("=", 1) for s in a.set)}
     config, overrides = (HUGE[0], {**HUGE[1], **sets}) if a.huge else BIG if a.big else (a.config, sets)
-    spill = a.spill_dir or tempfile.mkdtemp(prefix="conq-spark-bench-")
     modes = ["spark-local"] if a.huge else ["workers", "one", "spark-local"] + (["spark-standalone"] if a.standalone else [])
     print(f"consumer-lists / {config} {json.dumps(overrides) if overrides else ''}  (python {platform.python_version()}, "
           f"{os.cpu_count()} cores, load {os.getloadavg()[0]:.1f})", flush=True)
@@ -217,10 +255,6 @@ def main(argv: list[str] | None = None) -> int:
     print(f"load average before each run (1 min): {' '.join(loads)}")
     if a.json:
         print(json.dumps({"config": config, "overrides": overrides, "runs": runs}))
-    if not a.spill_dir:
-        import shutil
-
-        shutil.rmtree(spill, ignore_errors=True)
     return 0
 
 
