@@ -8,7 +8,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.conq-installed
 
-.PHONY: run test setup check-prereqs bench clean
+.PHONY: run test setup check-prereqs check-test-prereqs bench clean
 
 run: setup
 	$(BIN)/conq run
@@ -18,7 +18,7 @@ run: setup
 # clock, so both cores busy changes only how long the run takes.  TEST_WORKERS=0 runs serially.
 TEST_WORKERS ?= 2
 
-test: setup
+test: setup check-test-prereqs
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile
 
 setup: $(STAMP)
@@ -38,6 +38,15 @@ check-prereqs:
 	if [ -z "$$v" ] || [ "$$v" -lt 17 ] 2>/dev/null; then \
 	  echo "error: Spark needs Java 17 or newer; found: $${v:-no java on PATH}." >&2; \
 	  echo "       On Debian/Ubuntu: sudo apt-get install -y openjdk-17-jre-headless" >&2; exit 2; fi
+
+# The pages people look at are tested in a real browser (tests/browser/): Debian's chromium and its
+# driver, which .ci/run installs.  Say how, before the suite starts, rather than fail in it.  Node.js
+# (the JavaScript ports' certification tests) is optional: those tests skip without it, saying so.
+check-test-prereqs:
+	@command -v $${CONQ_CHROMIUM:-chromium} >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1 || { \
+	  echo "error: the browser tests need chromium and chromedriver; found: $$(command -v chromium chromedriver | tr '\n' ' ')" >&2; \
+	  echo "       On Debian/Ubuntu: sudo apt-get install -y chromium chromium-driver (.ci/run does)" >&2; exit 2; }
+	@command -v node >/dev/null 2>&1 || echo "note: no node on PATH: the Node.js ports' tests will skip (apt-get install -y nodejs)" >&2
 
 bench: setup
 	@for b in bench/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
