@@ -560,6 +560,25 @@ def _other_actor_properties(m, reg, holders, rejected, group_blocks):
                 group_waits,
             ),
         ]
+        if m.GRS is not None and cfg.group_policy is not GroupPolicy.SHARED:
+            GOWN, GRS = m.GOWN, m.GRS
+
+            def leaves_a_waiting_group(s, a, t):
+                """a removes the consumer assigned a group that has an available entry after the step."""
+                return a[0] == "remove_consumer" and any(
+                    s[GOWN + grp[j]] - 1 == a[1] and t[MB + 2 * j] == AVAILABLE for j in range(M) if grp[j] >= 0)
+
+            # AbstractQueue.unregisterConsumer -> resetSubPointersForGroups(consumer): the earliest available
+            # entry of a group the consumer was assigned (findEarliestAssignedAvailableEntry) sends every
+            # acquiring consumer's pointer back, or the group's entries wait behind them unseen (issue 31)
+            props.append(always_step(
+                "removed-owner-resets-pointers",
+                "removing the consumer a message group is assigned to, while an entry of that group is available, "
+                "owes a pointer reset (resetSubPointersForGroups) so the other consumers see the entry",
+                lambda s, a, o, t: not leaves_a_waiting_group(s, a, t) or t[GRS] == 1,
+                witness=lambda s, a, o, t: leaves_a_waiting_group(s, a, t),
+                actions=("remove_consumer",),
+            ))
     return props
 
 

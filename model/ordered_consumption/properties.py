@@ -83,6 +83,15 @@ def build_properties(self: Model) -> list:
         and (o != "type-mismatch" or (t[9] == R_FAILED and t[5] == s[5])),
         witness=lambda s, a, o, t: s[0] == PRODUCER and o == "type-mismatch" and s[5] > 0,
     ))
+    # seed 001 顺序消息: a FIFO message is sent with its message group, which picks its queue (any queue
+    # may be a group's); a normal or transactional message has no group (issue 31: the producer's initial
+    # states were pinned by no claim)
+    add(P, always(
+        "group-only-for-fifo",
+        "only a FIFO message carries a message group; every queue may be a FIFO message's group queue",
+        lambda s: s[0] != PRODUCER or s[2] == FIFO_MSG or s[4] == 0,
+        witness=lambda s: s[0] == PRODUCER and s[2] == FIFO_MSG and s[4] == n - 1,
+    ))
     add(P, always_step(
         "fifo-stays-on-group-queue",
         "every attempt to send a FIFO message goes to its message group's queue",

@@ -780,6 +780,7 @@ class OrderedConsumptionEncoding(Encoding):
         return {
             "send-attempts-within-max": for_role(PRODUCER, lambda s: s.sent <= s.maxs),
             "txn-single-attempt": for_role(PRODUCER, lambda s: z3.Implies(s.mtype == TXN, s.sent <= 1)),
+            "group-only-for-fifo": for_role(PRODUCER, lambda s: z3.Or(s.mtype == FIFO_MSG, s.group == 0)),
             "fifo-one-in-consumption": for_role(FIFO, lambda s: pairwise(
                 s, lambda m: z3.And(self._in_consumption(s, m), s.old[m] == 0))),
             "consumed-at-most-max": for_role(FIFO, lambda s: self.each("msg", s.n, lambda m: z3.Implies(
