@@ -29,6 +29,28 @@ from .checker import Checker, Divergence
 from .trace import short_json
 
 
+def reference_model(model: str, config: str, known: dict[str, tuple[str, dict[str, Any]]],
+                    overrides: dict[str, Any] | None, switches: dict[str, Any]) -> Model:
+    """The model under a system's thread-level configuration ``config`` (``known``: name -> (the model's
+    configuration, its overrides)), plus ``overrides``; ValueError when the name is unknown or a
+    switch differs from the reference's (``switches``): the thread level drives the reference only."""
+    from conq.model.engines.registry import load_model
+
+    if config not in known:
+        raise ValueError(f"no thread-level configuration {config!r} (known: {', '.join(known)})")
+    named, own = known[config]
+    base = load_model(model, named, {**own, **(overrides or {})})
+
+    def value(k: str) -> Any:  # an enum switch compares by its value
+        v = getattr(base.config, k)
+        return getattr(v, "value", v)
+
+    wrong = {k: getattr(base.config, k) for k, v in switches.items() if value(k) != v}
+    if wrong:
+        raise ValueError(f"thread level, {config}: only the reference switches {switches} (got {wrong})")
+    return base
+
+
 class ThreadLevelError(ValueError):
     """Bad thread-level input (an unknown configuration, an exhaustive run larger than ``--traces``)."""
 

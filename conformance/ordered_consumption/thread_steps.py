@@ -99,17 +99,8 @@ STEP_KINDS = ("producer", "receive", "dispatcher", "consumer", "worker")
 def thread_model(config: str = "push-fifo", overrides: dict[str, Any] | None = None) -> "OrderedConsumptionThreads":
     """The thread-level view of ``THREAD_CONFIGS[config]`` (plus ``overrides``); ValueError names
     what is out of scope."""
-    from conq.model.engines.registry import load_model
-
-    known = {**THREAD_CONFIGS, **FINDINGS}
-    if config not in known:
-        raise ValueError(f"no thread-level configuration {config!r} (known: {', '.join(known)})")
-    named, own = known[config]
-    base = load_model(MODEL, named, {**own, **(overrides or {})})
+    base = thread_level.reference_model(MODEL, config, {**THREAD_CONFIGS, **FINDINGS}, overrides, REFERENCE_SWITCHES)
     c = base.config
-    wrong = {k: getattr(c, k) for k, v in REFERENCE_SWITCHES.items() if getattr(c, k) != v}
-    if wrong:
-        raise ValueError(f"thread level, {config}: only the reference switches {REFERENCE_SWITCHES} (got {wrong})")
     if c.simple:
         raise ValueError(f"thread level, {config}: the simple consumer is not offered at thread level "
                          "(thread_steps.py, 'Scope'); set simple false")

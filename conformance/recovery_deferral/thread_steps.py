@@ -76,19 +76,11 @@ UNSUPPORTED = frozenset({"track", "deliver", "announce"})
 def thread_model(config: str = "reference", overrides: dict[str, Any] | None = None) -> "RecoveryDeferralThreads":
     """The thread-level view of ``THREAD_CONFIGS[config]`` (plus ``overrides``); ValueError names
     what is out of scope."""
-    from conq.model.engines.registry import load_model
+    from ..thread_level import reference_model
     from .driver import REFERENCE_SWITCHES
 
-    known = {**THREAD_CONFIGS, **FINDINGS}
-    if config not in known:
-        raise ValueError(f"no thread-level configuration {config!r} (known: {', '.join(known)})")
-    named, own = known[config]
-    base = load_model("recovery-deferral", named, {**own, **(overrides or {})})
-    wrong = {k: getattr(base.config, k) for k, v in REFERENCE_SWITCHES.items()
-             if getattr(getattr(base.config, k), "value", getattr(base.config, k)) != v}
-    if wrong:
-        raise ValueError(f"thread level, {config}: only the reference switches {REFERENCE_SWITCHES} (got {wrong})")
-    return RecoveryDeferralThreads(base)
+    return RecoveryDeferralThreads(reference_model("recovery-deferral", config, {**THREAD_CONFIGS, **FINDINGS},
+                                                   overrides, REFERENCE_SWITCHES))
 
 
 def _request(a: tuple) -> tuple:
