@@ -102,17 +102,17 @@ def _error(answer: dict | None) -> str:
 def server_probes() -> list[dict]:
     rows = []
     with Server() as srv:
-        for what, line in (
-            ('`{"id":1,"rpc":[]}`', b'{"id":1,"rpc":[]}'),
-            ('`{"id":[1],"rpc":"query_route","args":["t"]}`', b'{"id":[1],"rpc":"query_route","args":["t"]}'),
-            ('`{"cancel":{}}`', b'{"cancel":{}}'),
-            ("a 200,000-deep JSON array", b"[" * 200_000 + b"]" * 200_000),
-            ("a non-object `kwargs`", b'{"id":2,"rpc":"query_route","kwargs":[]}'),
-            ("`create_topic(\"big\", 200000)` without `--admin`", b'{"id":3,"rpc":"create_topic","args":["big",200000]}'),
+        for finding, what, line in (
+            (1, '`{"id":1,"rpc":[]}`', b'{"id":1,"rpc":[]}'),
+            (1, '`{"id":[1],"rpc":"query_route","args":["t"]}`', b'{"id":[1],"rpc":"query_route","args":["t"]}'),
+            (1, '`{"cancel":{}}`', b'{"cancel":{}}'),
+            (1, "a 200,000-deep JSON array", b"[" * 200_000 + b"]" * 200_000),
+            (3, "a non-object `kwargs`", b'{"id":2,"rpc":"query_route","kwargs":[]}'),
+            (3, "`create_topic(\"big\", 200000)` without `--admin`", b'{"id":3,"rpc":"create_topic","args":["big",200000]}'),
         ):
             got = srv.ask(line)
-            rows.append({"finding": 1 if "admin" not in what and "kwargs" not in what else 3, "probe": what,
-                         "result": _error(got[0] if got else None), "serves_on": srv.serves()})
+            rows.append({"finding": finding, "probe": what, "result": _error(got[0] if got else None),
+                         "serves_on": srv.serves()})
         # a duplicate request id: a long poll twice under one id
         mq = json.dumps({"$": "MessageQueue", "f": {"topic": "T", "queue_id": 0}})
         poll = ('{"id":5,"rpc":"receive_message","args":["G",%s,1,2.0,60.0]}' % mq).encode()
