@@ -5,8 +5,13 @@ It maps the actions of the call-level view of the model
 one call at a time from the caller's thread, and reports observations in the
 model's vocabulary: ``(result, notified)`` per call, where ``notified`` is the
 sorted list of consumers whose ``notify_work`` the call triggered (read from
-the queue's notification log).  Model consumer ``c`` is implementation
-consumer id ``c``; model message ``j`` is the ``j+1``-th message enqueued.
+the queue's notification log).  Model consumer ``c`` is the implementation
+consumer tagged ``sgen_<c+1>``, the tag the broker gives a consumer whose client
+names none (upstream ``AMQChannel``: ``"sgen_" + getNextConsumerTag()``): the
+queue is driven with identifiers as users have them, never with the model's
+indices, so nothing in it may lean on an id being a small integer (its order,
+its use as an index); the driver maps tags back to indices in what it reports.
+Model message ``j`` is the ``j+1``-th message enqueued.
 
 The consumer's IO thread is represented by the driver's own bookkeeping of
 what the chain would do: a consumer whose ``notify_work`` fired is scheduled
@@ -89,6 +94,13 @@ class _Now:
         return _Deadline(self.expired, ttl)
 
 
+def consumer_tag(c: int) -> str:
+    """Model consumer ``c``'s consumer tag: the one the broker generates for a consumer whose
+    client names none (upstream ``AMQChannel.consumeFromSource``: ``"sgen_" + getNextConsumerTag()``,
+    counted from 1 on the channel), all of them on one channel."""
+    return f"sgen_{c + 1}"
+
+
 class ConsumerListsDriver:
     #: the queue class to drive (the mutation catalog substitutes subclasses)
     queue_class: type = Queue
@@ -116,6 +128,9 @@ class ConsumerListsDriver:
         self.q = self.queue_class(record_events=True, **kw)
         self.housekeeping = Housekeeping(self.q, interval=1.0) if self.delete_by_expiry else None
         n = len(self.spec)
+        #: model consumer -> its consumer tag, and back (the module's docstring)
+        self.tags = [consumer_tag(c) for c in range(n)]
+        self.index: dict[Any, int] = {tag: c for c, tag in enumerate(self.tags)}
         self.cons: list[QueueConsumer | None] = [None] * n
         self.removed = [False] * n
         self.scheduled = [False] * n
@@ -146,12 +161,12 @@ class ConsumerListsDriver:
 
     # -- helpers -----------------------------------------------------------------------------
     def _listener(self, consumer: QueueConsumer) -> None:
-        self.scheduled[consumer.id] = True
+        self.scheduled[self.index[consumer.id]] = True
 
     def _add(self, c: int) -> None:
         prio, acq = self.spec[c]
         self.cons[c] = self.q.add_consumer(
-            c, priority=prio, acquires=acq, credit=int(self.cfg.get("initial_credit", 1)),
+            self.tags[c], priority=prio, acquires=acq, credit=int(self.cfg.get("initial_credit", 1)),
             flow_active=True, listener=self._listener,
         )
 
@@ -170,7 +185,13 @@ class ConsumerListsDriver:
         log = self.q.notifications
         new = log[self.log_pos :]
         self.log_pos = len(log)
-        return tuple(sorted(new))
+        index = self.index
+        return tuple(sorted([index[tag] for tag in new]))
+
+    def _model_id(self, answer: Any) -> Any:
+        """A delete's answer in the model's vocabulary: the previous owner's index for its tag;
+        None, ``"held"`` and ``"waiting"`` as they are (no tag is one of them: ``consumer_tag``)."""
+        return self.index.get(answer, answer) if answer is not None else None
 
     # -- actions -------------------------------------------------------------------------------
     #: the calls the environment's budget pays for
@@ -238,7 +259,7 @@ class ConsumerListsDriver:
             if owner is None:
                 raise ActionRejected(f"message {j} is not acquired")
             self.q.release(mid)
-            result = owner
+            result = self.index[owner]
         elif name == "delete_entry":
             (j,) = args
             mid = self._message(j)
@@ -253,10 +274,10 @@ class ConsumerListsDriver:
                 self._expired.add(j)
                 if self.housekeeping.run_once() != 1:
                     raise AssertionError(f"the housekeeping pass did not start the delete of message {j}")
-                result = "held" if m["state"] == "held" else m["owner"]
+                result = "held" if m["state"] == "held" else self._model_id(m["owner"])
             else:
                 try:
-                    result = getattr(self.q, self.management_delete)(mid)
+                    result = self._model_id(getattr(self.q, self.management_delete)(mid))
                 except QueueError as e:
                     raise ActionRejected(str(e)) from None
         elif name == "reject":
@@ -285,7 +306,7 @@ class ConsumerListsDriver:
         snap = self.q.snapshot()
         consumers = []
         for c in range(len(self.spec)):
-            info = snap["consumers"].get(str(c))
+            info = snap["consumers"].get(str(self.tags[c]))
             if self.cons[c] is None:
                 consumers.append(["absent", int(self.cfg.get("initial_credit", 1))])
             else:
@@ -296,21 +317,23 @@ class ConsumerListsDriver:
                 messages.append("unarrived")
                 continue
             m = snap["messages"][str(self.ids[j])]
-            messages.append(f"acquired by c{m['owner']}" if m["state"] == "acquired" else m["state"])
-        interested = {str(p): list(ids) for p, ids in snap["interested"] if ids}
+            messages.append(f"acquired by c{self.index[m['owner']]}" if m["state"] == "acquired" else m["state"])
+        index = self.index
+        interested = {str(p): [index[i] for i in ids] for p, ids in snap["interested"] if ids}
         out = {"consumers": consumers, "messages": messages, "interested": interested}
         # the other actors (issue 16): the keys of the model's view (calls.observation_of_view)
         m = int(self.cfg["messages"])
         if self.reject:
             rb = snap["rejected_by"]
-            out["rejected_by"] = [sorted(rb.get(str(self.ids[j]), ())) if j in self.ids else [] for j in range(m)]
+            out["rejected_by"] = [sorted(index[i] for i in rb.get(str(self.ids[j]), ())) if j in self.ids else []
+                                  for j in range(m)]
         if self.expiry:
             waiting = set(snap["delete_waiting"])
             out["delete_waiting"] = [j for j in range(m) if self.ids.get(j) in waiting]
         if self.n_groups:
             # every call settles the reset it owes before it returns: none is ever owed in between
             out["group_reset_owed"] = False
-            out["groups"] = [snap["groups"].get(str(g)) for g in range(self.n_groups)]
+            out["groups"] = [None if (o := snap["groups"].get(str(g))) is None else index[o] for g in range(self.n_groups)]
         return out
 
     #: (the levels, the reading step) the last decision of ``_reads_have_effects`` was made for
@@ -351,6 +374,7 @@ class ConsumerListsDriver:
         qcm = q.qcm
         levels = qcm.levels()
         interested = []
+        index = self.index
         for lv in levels:
             lst = lv.interested
             find = lst._find_next
@@ -358,7 +382,7 @@ class ConsumerListsDriver:
             if n is not None:
                 ids = []
                 while n is not None:
-                    ids.append(n.value.consumer.id)
+                    ids.append(index[n.value.consumer.id])
                     n = find(n)
                 interested.append((str(lv.priority), tuple(ids)))
         # Reading the other lists only matters when reading has effects someone can see: a patched or
@@ -394,7 +418,7 @@ class ConsumerListsDriver:
             if e.state is _ACQUIRED:
                 name = acquired_by.get(e.owner)
                 if name is None:
-                    name = acquired_by[e.owner] = f"acquired by c{e.owner}"
+                    name = acquired_by[e.owner] = f"acquired by c{index[e.owner]}"
                 messages.append(name)
             else:
                 messages.append(message_of[e.state])
@@ -406,7 +430,7 @@ class ConsumerListsDriver:
         if self.n_groups:
             owners = q._group_owner
             out.append(("group_reset_owed", False))
-            out.append(("groups", tuple([None if (o := owners.get(g)) is None else o.id for g in range(self.n_groups)])))
+            out.append(("groups", tuple([None if (o := owners.get(g)) is None else index[o.id] for g in range(self.n_groups)])))
         out.append(("interested", tuple(interested)))
         out.append(("messages", tuple(messages)))
         if self.reject:
@@ -414,6 +438,6 @@ class ConsumerListsDriver:
             for j in range(m):
                 mid = ids.get(j)
                 by = entries[mid].rejected_by if mid is not None else None
-                rb.append(tuple(sorted(by)) if by else ())
+                rb.append(tuple(sorted([index[i] for i in by])) if by else ())
             out.append(("rejected_by", tuple(rb)))
         return tuple(out)

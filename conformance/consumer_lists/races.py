@@ -35,6 +35,8 @@ from conq.impl.consumer_lists.housekeeping import Housekeeping
 from conq.impl.consumer_lists.queue import MessageState, Queue, QueueError
 from conq.impl.scheduling import BoundedExploration, DeterministicScheduler, Deviation
 
+from conq.conformance.consumer_lists.driver import consumer_tag
+
 #: scheduler options: lock releases are interleaving points (a write moved out of a critical
 #: section shows), and a livelock is bounded
 OPTIONS: dict[str, Any] = {"release_points": True, "max_steps": 5_000}
@@ -89,9 +91,11 @@ class Run:
     def listener(self, consumer) -> None:  # noqa: ANN001
         self.scheduled[consumer.id] = True
 
-    def add(self, cid: int, priority: int, credit: int):
-        self.scheduled[cid] = self.pulling[cid] = False
-        return self.q.add_consumer(cid, priority=priority, credit=credit, listener=self.listener)
+    def add(self, c: int, priority: int, credit: int):
+        """Scenario consumer ``c``, added with the tag a broker gives it (driver.consumer_tag)."""
+        tag = consumer_tag(c)
+        self.scheduled[tag] = self.pulling[tag] = False
+        return self.q.add_consumer(tag, priority=priority, credit=credit, listener=self.listener)
 
     def pull(self, c) -> int | None:  # noqa: ANN001
         """The IO thread: while scheduled or still pulling, deliverSingleMessage."""
@@ -202,7 +206,7 @@ def _pull_vs_delete(sched: DeterministicScheduler, via: str = "delete_entry") ->
         m1, m2 = r.q.enqueue("a"), r.q.enqueue("b")
         _race(sched, {"io-c0": lambda: r.pull(c0), "management": lambda: r.delete(m1, via)})
         _final_checks(r, deleted=(m1,))
-        if (0, m2) not in r.sent:
+        if (consumer_tag(0), m2) not in r.sent:
             r.fail(f"message {m2} was never delivered")
 
     sched.run(main)
@@ -222,7 +226,7 @@ def _pull_vs_expiry(sched: DeterministicScheduler) -> None:
         _final_checks(r, deleted=(m1,))
         if any(mid == m1 for _, mid in r.sent):
             r.fail(f"expired message {m1} was delivered")
-        if (0, m2) not in r.sent:
+        if (consumer_tag(0), m2) not in r.sent:
             r.fail(f"message {m2} was never delivered")
 
     sched.run(main)
@@ -268,17 +272,17 @@ def _reject_vs_pull(sched: DeterministicScheduler) -> None:
         c1 = r.add(1, 1, 2)
         m1 = r.q.enqueue("a")
         r.pull(c0)
-        if (0, m1) not in r.sent:
+        if (consumer_tag(0), m1) not in r.sent:
             r.fail(f"set-up: consumer 0 did not take message {m1}")
 
         def reject_then_pull() -> None:
             r.q.reject(m1, c0)
-            r.scheduled[0] = True  # its IO thread goes on: it must find nothing it may take
+            r.scheduled[c0.id] = True  # its IO thread goes on: it must find nothing it may take
             r.pull(c0)
 
         _race(sched, {"io-c0": reject_then_pull, "io-c1": lambda: r.pull(c1)})
         _final_checks(r)
-        if (1, m1) not in r.sent:
+        if (consumer_tag(1), m1) not in r.sent:
             r.fail(f"message {m1}, rejected by consumer 0, never reached consumer 1")
 
     sched.run(main)
@@ -296,7 +300,7 @@ def _group_freed_vs_pull(sched: DeterministicScheduler, policy: str = "shared") 
         m1 = r.q.enqueue("a", group=0)
         m2 = r.q.enqueue("b", group=0)
         r.pull(c0)
-        if (0, m1) not in r.sent:
+        if (consumer_tag(0), m1) not in r.sent:
             r.fail(f"set-up: consumer 0 did not take message {m1}")
 
         def free() -> None:
@@ -307,7 +311,7 @@ def _group_freed_vs_pull(sched: DeterministicScheduler, policy: str = "shared") 
 
         _race(sched, {"client-c0": free, "io-c1": lambda: r.pull(c1)})
         _final_checks(r)
-        if (1, m2) not in r.sent:
+        if (consumer_tag(1), m2) not in r.sent:
             r.fail(f"message {m2} never reached consumer 1 after the group was freed")
 
     sched.run(main)

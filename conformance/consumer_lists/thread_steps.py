@@ -433,7 +433,8 @@ class ThreadStepsDriver:
         return stop
 
     def _notified_since(self, pos: int) -> tuple:
-        return tuple(sorted(self.inner.q.notifications[pos:]))
+        index = self.inner.index  # consumer tag -> model consumer (driver.consumer_tag)
+        return tuple(sorted([index[tag] for tag in self.inner.q.notifications[pos:]]))
 
     # -- the protocol's actions -----------------------------------------------------------------
     def do(self, action: tuple) -> Any:

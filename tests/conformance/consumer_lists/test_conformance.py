@@ -145,3 +145,24 @@ def test_action_sequences_are_shortest_first_and_complete():
     firsts = {s[0] for s in seqs if len(s) == 1}
     assert firsts == {a for s0 in model.init_states() for a, _, _ in model.successors(s0)}
     assert len(seqs) == len({tuple(s) for s in seqs}), "a sequence was enumerated twice"
+
+
+def test_the_driver_names_consumers_by_the_tags_a_broker_gives_them():
+    """Drivers use realistic identifiers (the developers' guide): the queue sees the consumer tags a
+    broker generates (``sgen_1``...), never the model's indices, and the driver reports the model's
+    indices back in its results, notifications and views."""
+    from conq.conformance.consumer_lists.driver import ConsumerListsDriver, consumer_tag
+    from conq.conformance.trace import hashable
+
+    d = ConsumerListsDriver({"consumers": [[2, True], [1, True]], "messages": 1, "groups": [0],
+                             "group_policy": "shared"}, 1)
+    assert sorted(d.q.snapshot()["consumers"]) == [consumer_tag(0), consumer_tag(1)] == ["sgen_1", "sgen_2"]
+    assert d.do(("enqueue", 0)) == (None, (0,))  # the highest priority's consumer, by its index
+    assert d.do(("pull", 0)) == (0, ())
+    inner = d.q.snapshot()
+    assert inner["messages"]["1"]["owner"] == "sgen_1" and inner["groups"] == {"0": "sgen_1"}
+    view = d.snapshot()
+    assert view["messages"] == ["acquired by c0"] and view["groups"] == [0] and view["interested"] == {"1": [1]}
+    assert d.observed() == hashable(view)
+    # the previous owner by its index; consumer 1 (consumer 0 has no credit left) is notified
+    assert d.do(("release", 0)) == (0, (1,))
