@@ -138,10 +138,13 @@ class Table:
     arrays (an empty slot holds -1), looked up and filled an array of keys at a time.  At most half
     full."""
 
-    def __init__(self, W: int, bits: int = 8, dtype: Any = np.int64):
+    def __init__(self, W: int, bits: int = 8, dtype: Any = np.int64, spread: int = 2):
         self.W = W
         self.n = 0
         self.dtype = dtype
+        #: slots per key at least (2: at most half full; the memo tables are small, and a sparser
+        #: table probes less)
+        self.spread = spread
         self._alloc(bits)
 
     def _alloc(self, bits: int) -> None:
@@ -210,11 +213,11 @@ class Table:
         """Keys known to be absent and distinct -> values (the table grows as needed)."""
         m = K.shape[1]
         V = np.asarray(V, dtype=self.dtype)
-        if 2 * (self.n + m) > self.cap:
+        if self.spread * (self.n + m) > self.cap:
             live = np.flatnonzero(self.vals >= 0)
             LK, LV = cols(self.keys, live), self.vals[live]
             bits = self.bits
-            while 2 * (self.n + m) > (1 << bits):
+            while self.spread * (self.n + m) > (1 << bits):
                 bits += 1
             self._alloc(bits)
             self.n = 0
@@ -392,7 +395,7 @@ class _VecSection:
         #: last item answers root id -1 (a root not seen yet): -1
         self.root_info = np.full(9, -1, dtype=np.int64)
         self.root_only = False
-        self.keys = Table(W, 8)
+        self.keys = Table(W, 8, spread=8)
         self._staged: list = []  # (key, entry) recorded since the last flush
         for r, mask in list(sec.masks.items()):  # what the section already knows (a warm memo)
             self._root(r, mask)
@@ -523,20 +526,20 @@ class VectorExpander:
             info[S] = np.where(owed, 0, self.idle_info)
         else:
             info[S] = 0
-        cells = info.T.ravel()  # state by state, sections in order
-        c = cells & _COUNT
-        total = c.reshape(n, S + 1).sum(axis=1)
+        counts = (info & _COUNT).astype(np.int32)  # (a count fits: entry_info)
+        total = counts.sum(axis=0, dtype=np.int64)
+        c = counts.T.ravel()  # state by state, sections in order
         nz = np.flatnonzero(c)
+        cells = info.T.ravel()[nz]
         c = c[nz]
-        offs = np.cumsum(c)
+        offs = np.cumsum(c, dtype=np.int64)
         T = int(offs[-1]) if len(offs) else 0
         offs -= c
-        rows = np.repeat(nz // (S + 1), c)
-        G = self.steps.flat[np.repeat((cells[nz] >> _FIRST_SHIFT) - offs, c) + np.arange(T, dtype=np.int64)]
+        G = self.steps.flat[np.repeat((cells >> _FIRST_SHIFT) - offs, c) + np.arange(T, dtype=np.int64)]
         keep, put = self.steps.keep, self.steps.put
         Y = np.empty((W, T), dtype=_U64)
         for w in range(W):
-            Y[w] = (X[w][rows] & keep[w][G]) | put[w][G]
+            Y[w] = (np.repeat(X[w], total) & keep[w][G]) | put[w][G]
         return Y, total, G
 
     def needs_check(self, skip: set) -> np.ndarray:
