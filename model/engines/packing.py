@@ -528,6 +528,7 @@ class Section:
         self.model_masks: dict[int, int] = {}
         self.outcomes: dict[int, tuple] = {}
         self._steps: dict = {}  # one object per distinct recorded step
+        self._bare: dict = {}  # one object per distinct unlabelled step (outcomes)
         self.runs = 0  # runs of the model's code (an outcome not known costs one, plus one per field learnt)
         #: explorer workers (engines/parallel.py) share recordings: while ``journal`` is a list,
         #: every entry recorded here is also appended to it (``(root, mask, key, entry, fresh)``,
@@ -581,8 +582,7 @@ class Section:
 
     def _outcome(self, x: int, mk: int) -> tuple:
         """Run the model's code on ``x`` knowing the fields ``mk`` and those it reads: ``((steps,
-        owed), mask)``, each step ``(action, observation, keep, set, repr(action),
-        repr(observation))`` unlabelled, remembered under ``x & mask``."""
+        owed), mask)``, the steps unlabelled (:meth:`_step`), remembered under ``x & mask``."""
         codec = self.codec
         while True:
             out: list = []
@@ -644,7 +644,8 @@ class Section:
             self.memo[key] = (tuple(rebuilt), owed)
 
     def _step(self, p: tuple, a: tuple, o: Any, t: tuple) -> tuple:
-        """One step the model's code returned, unlabelled: ``(a, o, keep, set, repr(a), repr(o))``."""
+        """One step the model's code returned, unlabelled: ``(a, o, keep, set, repr(a), repr(o),
+        identity)`` (one object per distinct step)."""
         pois = _poison_in(a) or _poison_in(o)
         if pois is not None:  # a field's value copied into the label: it was read
             raise FootprintRead(pois.field)
@@ -655,13 +656,20 @@ class Section:
             if type(v) is Poison:  # copied from another field: that field was read
                 raise FootprintRead(v.field)
         keep, put = self.codec.writes(writes)
-        return (a, o, keep, put, repr(a), repr(o))
+        ra, ro = repr(a), repr(o)
+        ident = (a.__class__, ra, ro, keep, put)
+        found = self._bare.get(ident)
+        if found is None:
+            if len(self._bare) >= self.limit:
+                self._bare.clear()
+            found = self._bare[ident] = (a, o, keep, put, ra, ro, ident)
+        return found
 
     def _label(self, x: int, known: int, step: tuple) -> tuple:
         """The recorded step ``(label, observation, keep, set)`` of an unlabelled one (one object per
         distinct step)."""
-        a, o, keep, put, ra, ro = step
-        a = self.checks.label_at(self.codec, x, known, a, o, keep, put, (a.__class__, ra, ro, keep, put))
+        a, o, keep, put, ra, ro, ident = step
+        a = self.checks.label_at(self.codec, x, known, a, o, keep, put, ident)
         key = (a.__class__, ra, ro, keep, put)
         found = self._steps.get(key)
         if found is None:
