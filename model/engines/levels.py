@@ -125,9 +125,9 @@ class LevelSearch:
         #: sorts, and two states found to share one are a PackingError (the search on tuples then)
         self.table = Table(vx.W, 10, np.int8) if exact and vx.W > 1 else None
 
-    def _admit(self, new: Any, keys: Any, src: Any, k: Any) -> None:
-        """Admit the states ``new`` (words, in admission order; ``keys`` theirs) with their parents
-        and positions, and check them."""
+    def _admit(self, new: Any, keys: Any, src: Any, k: Any, sorted_keys: Any = None) -> None:
+        """Admit the states ``new`` (words, in admission order; ``keys`` theirs, ``sorted_keys`` the
+        same sorted when known) with their parents and positions, and check them."""
         from conq.model.engines.vector import VectorPredicate, to_int, to_ints
 
         n = self.n
@@ -142,7 +142,7 @@ class LevelSearch:
         if self.table is not None:
             self.table.insert_new(new, np.zeros(new.shape[1], dtype=np.int8))
         else:
-            self.seen = merged(self.seen, np.sort(keys))
+            self.seen = merged(self.seen, np.sort(keys) if sorted_keys is None else sorted_keys)
         chk = self.chk
         if self._quiet[0] is not chk.quiet[0]:
             self._quiet = [chk.quiet[0], VectorPredicate(chk.quiet[0], self.vx.W)]
@@ -170,13 +170,14 @@ class LevelSearch:
         first = 0  # the id of the frontier's first state
         while self.complete and frontier.shape[1]:
             self.level_sizes.append(frontier.shape[1])
-            cand_f, cand_x, cand_src, cand_k = [], [], [], []
+            cand_f, cand_x, cand_src, cand_k, cand_sorted = [], [], [], [], []
             for c0 in range(0, frontier.shape[1], self.CHUNK):
                 Xc = frontier[:, c0:c0 + self.CHUNK]
                 Y, cnt, G = vx.expand(Xc)
                 self.transitions += len(G)
                 ends = np.cumsum(cnt)
-                pending = np.flatnonzero(vx.needs_check(chk.skip)[G])
+                needs = vx.needs_check(chk.skip)  # (once every label is skipped: no pass over G)
+                pending = np.flatnonzero(needs[G]) if needs.any() else ()
                 if len(pending):  # steps the recording did not decide: on the decoded states, in order
                     src = np.searchsorted(ends, pending, side="right")
                     for p, i in zip(pending.tolist(), src.tolist()):
@@ -187,7 +188,9 @@ class LevelSearch:
                 f = key(Y)
                 u, firsts = first_occurrences(f)
                 if self.table is None:
-                    firsts = np.sort(firsts[unseen(self.seen, u)])
+                    fresh = unseen(self.seen, u)
+                    cand_sorted.append(u[fresh])
+                    firsts = np.sort(firsts[fresh])
                 else:
                     _same_words(Y, firsts[np.searchsorted(u, f)])
                     firsts = np.sort(firsts[self.table.get(cols(Y, firsts)) < 0])
@@ -219,5 +222,7 @@ class LevelSearch:
             del X_all
             del cand_x
             first = self.n
-            self._admit(new, F[order], np.concatenate(cand_src)[order], np.concatenate(cand_k)[order])
+            # (one chunk's new keys, all admitted, are its distinct unseen keys, already sorted)
+            ready = cand_sorted[0] if len(cand_sorted) == 1 and len(order) == len(F) else None
+            self._admit(new, F[order], np.concatenate(cand_src)[order], np.concatenate(cand_k)[order], ready)
             frontier = new
