@@ -318,6 +318,8 @@ class _Steps:
         #: ``nflat`` of them are in use
         self.flat = np.zeros(1024, dtype=np.int32)
         self.nflat = 0
+        #: ``(ids of an entry's steps, owed)`` -> its entry info (:func:`entry_info`): one run each
+        self.infos: dict[tuple, int] = {}
 
     def runs(self, runs: list[list[int]]) -> list[int]:
         """Append runs of step ids to ``flat``; the index of each one's first."""
@@ -428,10 +430,24 @@ class _VecSection:
         staged, self._staged = self._staged, []
         if not staged:
             return
-        gid = self.steps.gid
-        runs = [[gid(s) for s in steps] for _key, (steps, _owed) in staged]
-        starts = self.steps.runs(runs)
-        infos = [entry_info(first, len(r), owed) for first, r, (_key, (_steps, owed)) in zip(starts, runs, staged)]
+        # entries with the same steps share one run of step ids (a step object, once numbered, is
+        # kept alive by ``steps.objs``, so its id names it)
+        known = self.steps.infos
+        infos = [known.get((tuple(map(id, steps)), owed), -1) for _key, (steps, owed) in staged]
+        todo = [i for i, info in enumerate(infos) if info < 0]
+        if todo:
+            gid = self.steps.gid
+            fresh: dict = {}
+            for i in todo:
+                steps, owed = staged[i][1]
+                k = (tuple(map(id, steps)), owed)
+                info = fresh.get(k)
+                if info is None:
+                    r = [gid(s) for s in steps]
+                    k = (tuple(map(id, steps)), owed)
+                    info = fresh[k] = entry_info(self.steps.runs([r])[0], len(r), owed)
+                infos[i] = info
+            known.update(fresh)
         # (new keys, distinct: a key is recorded only when its state's look-up failed, and a mask
         # only grows, so two recordings of a round differ on the fields of the smaller mask)
         self.keys.insert_new(to_words([k for k, _ in staged], self.W), infos)
