@@ -427,6 +427,14 @@ class StepChecks:
         ``grow``, else plain; a witness's: may fire), and such a verdict is not kept (it holds only
         while that field is unknown); any other exception decides on the transition poisoned
         outside ``known``, by :meth:`label`, as a recording did before."""
+        cls = self.label_class_at(codec, x, known, a, o, keep, put, step)
+        return a if cls is None else cls(a)
+
+    def label_class_at(self, codec: Codec, x: int, known: int, a: tuple, o: Any, keep: int, put: int,
+                       step: tuple) -> Any:
+        """:meth:`label_at`'s class: None for ``a`` itself (the label not checked), else the
+        :class:`CheckedAction` class (a recording keeps one step object per class, so most labels
+        need no new object)."""
         mine = self._reads.get(step)
         if mine is None:
             name = a[0]
@@ -436,11 +444,11 @@ class StepChecks:
             mine = self._reads[step] = [0, {}, ps]
         reads, memo, ps = mine
         if not ps:
-            return CheckedAction(a)
+            return CheckedAction
         if not reads & ~known:
             cls = memo.get(x & reads, _ABSENT)
             if cls is not _ABSENT:
-                return a if cls is None else cls(a)
+                return cls
         fmask = codec.fmask
         m = reads & known
         y = (x & keep) | put
@@ -484,7 +492,8 @@ class StepChecks:
                 raise
             except Exception:  # (not decided on the fields read so far: decide on the whole, keep nothing)
                 mine[0] = reads
-                return self.label(codec.decode_known(x, known), a, o, codec.decode_known(y, known | written))
+                got = self.label(codec.decode_known(x, known), a, o, codec.decode_known(y, known | written))
+                return None if got is a else got.__class__
             break
         mine[0] = reads | unknown
         if not unknown:
@@ -494,7 +503,7 @@ class StepChecks:
                 self.kept = 0
             memo[x & m] = cls
             self.kept += 1
-        return a if cls is None else cls(a)
+        return cls
 
 
 #: a memo's "no entry" (None is a value there)
@@ -645,7 +654,7 @@ class Section:
 
     def _step(self, p: tuple, a: tuple, o: Any, t: tuple) -> tuple:
         """One step the model's code returned, unlabelled: ``(a, o, keep, set, repr(a), repr(o),
-        identity)`` (one object per distinct step)."""
+        identity, labelled)`` (one object per distinct step; ``labelled``: see :meth:`_label`)."""
         pois = _poison_in(a) or _poison_in(o)
         if pois is not None:  # a field's value copied into the label: it was read
             raise FootprintRead(pois.field)
@@ -662,20 +671,24 @@ class Section:
         if found is None:
             if len(self._bare) >= self.limit:
                 self._bare.clear()
-            found = self._bare[ident] = (a, o, keep, put, ra, ro, ident)
+            found = self._bare[ident] = (a, o, keep, put, ra, ro, ident, {})
         return found
 
     def _label(self, x: int, known: int, step: tuple) -> tuple:
         """The recorded step ``(label, observation, keep, set)`` of an unlabelled one (one object per
-        distinct step)."""
-        a, o, keep, put, ra, ro, ident = step
-        a = self.checks.label_at(self.codec, x, known, a, o, keep, put, ident)
-        key = (a.__class__, ra, ro, keep, put)
-        found = self._steps.get(key)
+        distinct step; the unlabelled step keeps its labelled ones by the label's class)."""
+        a, o, keep, put, ra, ro, ident, labelled = step
+        cls = self.checks.label_class_at(self.codec, x, known, a, o, keep, put, ident)
+        found = labelled.get(cls)
         if found is None:
-            if len(self._steps) >= self.limit:
-                self._steps.clear()
-            found = self._steps[key] = (a, o, keep, put)
+            a = a if cls is None else cls(a)
+            key = (a.__class__, ra, ro, keep, put)
+            found = self._steps.get(key)
+            if found is None:
+                if len(self._steps) >= self.limit:
+                    self._steps.clear()
+                found = self._steps[key] = (a, o, keep, put)
+            labelled[cls] = found
         return found
 
     def entries(self) -> int:
