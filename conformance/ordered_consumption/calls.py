@@ -101,7 +101,7 @@ _INTERNAL = frozenset({"pick", "take", "unlock"})
 #: push-consumer steps whose answer a call names
 _SETTLES = ("ack", "change_invisible", "forward_to_dlq")
 #: witnesses that need two application calls in flight at once (never so in this view)
-_NEEDS_OVERLAPPING_CALLS = frozenset({"simple-concurrent-receives"})
+_NEEDS_OVERLAPPING_CALLS = frozenset({"simple-concurrent-receives", "simple-concurrent-settles"})
 
 
 class OrderedConsumptionCalls(Model):

@@ -19,6 +19,12 @@ from .state import (
     FIFO_MSG,
     H_STALE,
     IN_CONSUMPTION,
+    OP_ACK,
+    OP_CID,
+    H_VALID,
+    H_NONE,
+    W_IDLE,
+    W_UNLOCK,
     OP_NONE,
     OP_RECEIVE,
     P_DONE,
@@ -391,8 +397,10 @@ def build_properties(self: Model) -> list:
             copy = 0
         elif role == FIFO:
             copy = 0 if r[8] else 1
+        elif c.erase_after_settle and not c.rebalance:
+            copy = 1  # upstream: erased only once its settle call completed (REFERENCE.md section 2)
         elif cli == C_CONSUMING or c.erase_after_settle:
-            copy = r[3]
+            copy = r[3]  # counted unless a rebalance dropped its process queue (no other mark of that)
         else:
             copy = 0  # consumed: erased from the cache
         return copy + (1 if r[6] else 0)
@@ -430,7 +438,9 @@ def build_properties(self: Model) -> list:
             return cli == C_ACKING
         if role == STANDARD:
             return cli == C_CIDING
-        return cli == C_DLQING if o[1] >= maxa else cli in (C_CONSUMING, C_DELAY)
+        # below the maximum: consumed again, after the retry policy's delay where there is one (upstream
+        # RetryPolicy.getNextAttemptDelay; the seed's step 7 goes back to step 4 at once: retry_delay off)
+        return cli == C_DLQING if o[1] >= maxa else cli == (C_DELAY if c.retry_delay else C_CONSUMING)
 
     def fifo_outcome(s, a, o, t):
         return s[0] != FIFO or a[0] != "consume" or o.__class__ is not tuple or outcome(s, a, o, t, FIFO)
@@ -460,8 +470,10 @@ def build_properties(self: Model) -> list:
     ))
     add(PAIR_STANDARD, sometimes(
         "standard-concurrent-consumption",
-        "standard mode consumes two messages of one queue at the same time",
-        lambda s: s[0] == STANDARD and any(sum(msgs[m][2] in IN_CONSUMPTION for m in qm) >= 2
+        "standard mode consumes two messages of one queue at the same time, both still invisible on the server: "
+        "the server does not withhold a queue's next message while an earlier one is in consumption (only FIFO "
+        "keeps the order, seed 001 Push consumer: 同队列的消息消费模式是否与发送保持相同的顺序)",
+        lambda s: s[0] == STANDARD and any(sum(msgs[m][2] in IN_CONSUMPTION and msgs[m][0] == S_INVIS for m in qm) >= 2
                                            for msgs, _ in views(s) for qm in self.by_queue),
     ))
     add((STANDARD,), sometimes(
@@ -514,6 +526,242 @@ def build_properties(self: Model) -> list:
             lambda s: s[0] == FIFO and any(
                 r[8] and r[2] in IN_CONSUMPTION and pqs[c.msg_queue[m]][4] for msgs, pqs in views(s) for m, r in enumerate(msgs)),
         ))
+    # ---- issue 31 (model mutation coverage): what the server's answers mean, what wakes the dispatcher
+    CONSUMERS = (STANDARD, FIFO, SIMPLE)
+    SETTLES = ("ack", "change_invisible", "forward_to_dlq")
+
+    def deliveries_as_answered(s, a, o, t):
+        if s[0] == PRODUCER:
+            return True
+        named = delivered(a, o)
+        ms = [m for m, _ in named]
+        if len(set(ms)) != len(ms):
+            return False  # a message named twice in one answer
+        rose = {m for m in range(self.n_msgs) if t[1][m][1] != s[1][m][1]}
+        if rose != set(ms):
+            return False
+        for m, d in named:
+            if not (d == s[1][m][1] + 1 == t[1][m][1] and t[1][m][0] == S_INVIS):
+                return False
+            # offset order: an earlier message of the queue still ready was handed out in the same answer
+            if any(s[1][e][0] == S_READY and e not in ms for e in self.earlier[m]):
+                return False
+        return True
+
+    # seed 001 消息的接收与缓存 step 1 (the client receives messages from the server); REFERENCE.md section 2:
+    # a batch of up to the batch size, delivery attempts counted by the server; broker.py hands a queue's
+    # messages out in offset order
+    add(CONSUMERS, always_step(
+        "deliveries-as-answered",
+        "only a receive delivers: a message's delivery count goes up exactly when a receive answer (or an answer "
+        "that was lost) names it, once, with the new delivery attempt, and it is then invisible; a queue's ready "
+        "messages are handed out in offset order (a batch is a prefix of them)",
+        deliveries_as_answered,
+        witness=lambda s, a, o, t: s[0] != PRODUCER and bool(delivered(a, o)),
+    ))
+
+    def is_lost(o):
+        return o == "lost" or (o.__class__ is tuple and len(o) == 2 and o[0] == "lost")
+
+    def lost_receive(s, a, o, t):
+        if s[0] == PRODUCER or a[0] not in ("receive", "rpc") or not is_lost(o):
+            return True
+        for m, d in delivered(a, o):
+            if s[0] == SIMPLE:
+                if t[1][m][2] == H_VALID:
+                    return False
+            else:
+                r = at(t, a)[0][m]
+                if d in (r[5], r[6]):
+                    return False  # the client would hold the delivery it never got
+        return True
+
+    def lost_settle(s, a, o, t):
+        if s[0] == SIMPLE and a[0] == "rpc" and is_lost(o) and o[1] in ("acked", "changed"):
+            m = s[3][a[1]][1]
+            srv = S_ACKED if o[1] == "acked" else s[1][m][0]
+            return t[1][m][0] == srv and t[1][m][2] == H_STALE
+        if s[0] not in PUSH or a[0] not in SETTLES or o != "lost":
+            return True
+        msgs_s, _, m = at(s, a)
+        r = at(t, a)[0][m]
+        srv = {"ack": S_ACKED, "forward_to_dlq": S_DLQ_CLI}.get(a[0], msgs_s[m][0])
+        return r[0] == srv and (r[2] == C_NONE or not self._valid(r))
+
+    def lost_settle_witness(s, a, o, t):
+        return (s[0] in PUSH and a[0] in SETTLES and o == "lost") or (
+            s[0] == SIMPLE and a[0] == "rpc" and is_lost(o) and o[1] in ("acked", "changed"))
+
+    if c.server_faults:
+        # a REQUEST_TIMEOUT after the server acted (impl/ordered_consumption/faults.py "lost"): the client cannot
+        # tell it from an error, but the server's state moved on (REFERENCE.md section 2: an invalid receipt handle
+        # ends the standard mode's settle retry)
+        add(CONSUMERS, always_step(
+            "lost-receive-delivered",
+            "a receive whose answer was lost delivered the message all the same (invisible, attempt + 1: "
+            "deliveries-as-answered) and the client holds no copy of that delivery: nobody has it until its "
+            "invisible time runs out",
+            lost_receive,
+            witness=lambda s, a, o, t: s[0] != PRODUCER and is_lost(o) and bool(delivered(a, o)),
+            actions=("receive", "rpc"),
+        ))
+        add(CONSUMERS, always_step(
+            "lost-settle-applied",
+            "a settle request whose answer was lost was applied all the same: an ack acked the message, a forward "
+            "dead-lettered it, a change of invisible duration issued a new receipt handle; a copy the client still "
+            "holds carries a handle the server no longer accepts (repeated, it is answered INVALID_RECEIPT_HANDLE)",
+            lost_settle,
+            witness=lost_settle_witness,
+            actions=SETTLES + ("rpc",),
+        ))
+
+        def failed_receive(s, a, o, t):
+            if s[0] not in PUSH or a[0] != "receive" or o not in ("error", "throttled"):
+                return True
+            return all(x[:2] == y[:2] for x, y in zip(s[1], t[1])) and at(s, a)[0] == at(t, a)[0]
+
+        add(PUSH, always_step(
+            "failed-receive-delivers-nothing",
+            "a receive answered with an error (timeout, unavailable, internal error, throttled) delivers nothing and "
+            "caches nothing: the receive loop only sends its request again (seed 001 消息的接收与缓存 step 1 "
+            "succeeds only with messages; upstream receive_retry_delay or the server's back-off)",
+            failed_receive,
+            witness=lambda s, a, o, t: s[0] in PUSH and a[0] == "receive" and o in ("error", "throttled"),
+            actions=("receive",),
+        ))
+
+    def bad_request(s, a, o, t):
+        if o != "bad-request":
+            return True
+        if s[0] == SIMPLE and a[0] == "rpc":
+            op, m, _ = s[3][a[1]]
+            # returned to the application as is (or, by the simple_retry fault, sent again)
+            return op in (OP_ACK, OP_CID) and t[1][m] == s[1][m]
+        if s[0] not in PUSH or a[0] not in SETTLES:
+            return True
+        msgs_s, _, m = at(s, a)
+        msgs_t = at(t, a)[0]
+        if s[1][m][:2] != t[1][m][:2]:
+            return False
+        if settle_repeated(s[0], a[0]) and c.settle_until_success:
+            return msgs_t[m] == msgs_s[m]  # the seed read literally: repeated whatever the answer
+        return msgs_t[m][2] in (C_NONE, C_CACHED)  # given up: the server's redelivery decides (C1)
+
+    if c.server_faults:
+        # issue 32: the proxy checks the request (topic, group: AckMessageActivity.validateTopicAndConsumerGroup)
+        # before it decodes the receipt handle, so BAD_REQUEST may answer any settle; it is not retriable
+        add(CONSUMERS, always_step(
+            "bad-request-not-applied",
+            "a settle request answered BAD_REQUEST was not applied: the message stays as it is on the server; the "
+            "push consumer gives up its copy (no repetition can succeed) and the simple consumer returns the "
+            "failure to the application, which still holds the message",
+            bad_request,
+            witness=lambda s, a, o, t: s[0] != PRODUCER and o == "bad-request",
+            actions=SETTLES + ("rpc",),
+        ))
+
+    def settle_repeated(role, name):
+        # seed 001 顺序 steps 6 and 8: ack / DLQ repeated until it succeeds; seed 普通 step 4: one call;
+        # upstream standard mode: ack and change-invisible retried every second (settle_retry)
+        return name == "forward_to_dlq" or (name == "ack" and role == FIFO) or c.settle_retry
+
+    def failed_settle(s, a, o, t):
+        if s[0] not in PUSH or a[0] not in SETTLES or o not in ("error", "throttled"):
+            return True
+        msgs_s, _, m = at(s, a)
+        msgs_t = at(t, a)[0]
+        if s[1][m][:2] != t[1][m][:2]:
+            return False  # not applied
+        if settle_repeated(s[0], a[0]):
+            return msgs_t[m] == msgs_s[m]  # kept as it was, to be sent again
+        return msgs_t[m][2] in (C_NONE, C_CACHED)  # the one call made: the client lets go of its copy
+
+    add(PUSH, always_step(
+        "failed-settle-not-applied",
+        "a settle request answered with a retriable error is not applied (the message stays as it is on the "
+        "server); FIFO sends its ack or forward again (seed 001 顺序 steps 6, 8: 重复本步骤直到执行成功), as upstream "
+        "standard mode does with ack and change invisible duration, while the seed's standard mode made its one "
+        "call (普通 step 4) and lets the server redeliver",
+        failed_settle,
+        witness=lambda s, a, o, t: s[0] in PUSH and a[0] in SETTLES and o == "error",
+        actions=SETTLES,
+    ))
+
+    def idle_dispatch(s, a, o, t):
+        if s[0] not in PUSH or o not in ("empty", "lock-busy"):
+            return True
+        pq = at(t, a)[1][at(t, a)[2]]
+        if a[0] == "dispatch":
+            return pq[1] == 0
+        if a[0] == "take":
+            return pq[2] == 0 and pq[3] == W_IDLE
+        return True
+
+    # seed 001 普通 step 2 (本地缓存中没有消息，则终止当前流程), 顺序 step 2 (锁定失败，则终止当前流程) and step 3
+    # (没有消息，则对 process queue 进行解锁，并终止当前流程)
+    add(PUSH, always_step(
+        "idle-dispatcher-stops",
+        "a dispatcher that finds nothing to do stops until it is signalled again: a failed lock or an empty cache "
+        "ends the dispatch (the signal is used up), and a FIFO worker that finds no cached message unlocks the "
+        "process queue and stops",
+        idle_dispatch,
+        witness=lambda s, a, o, t: s[0] in PUSH and a[0] in ("dispatch", "take") and o in ("empty", "lock-busy"),
+        actions=("dispatch", "take"),
+    ))
+
+    def unlocked(s):
+        return s[0] != STANDARD or all(pq[2] == 0 and pq[3] == W_IDLE for _, pqs in views(s) for pq in pqs)
+
+    # seed 001 普通消费模式 has no lock (only 顺序消费模式 "会涉及到锁定与解锁 process queue 的过程")
+    add((STANDARD,), always(
+        "standard-never-locks",
+        "standard mode never locks a process queue: no FIFO worker runs on it, whatever is consumed or settled",
+        unlocked,
+        witness=lambda s: s[0] == STANDARD and any(r[2] in IN_CONSUMPTION for msgs, _ in views(s) for r in msgs),
+    ))
+
+    def standard_signal(s, a, o, t):
+        if s[0] != STANDARD:
+            return True
+        for (ms, ps), (mt, pt) in zip(views(s), views(t)):
+            for p in range(n):
+                if pt[p][1] and not ps[p][1] and not any(
+                        mt[m][2] == C_CACHED or mt[m][6] for m in self.by_queue[p]):
+                    return False
+        return True
+
+    # seed 001 普通 step 1: 接受到消息并缓存后，通知 dispatcher
+    add((STANDARD,), always_step(
+        "standard-dispatcher-woken-by-cache",
+        "the standard dispatcher is signalled only when its process queue has something for it: a received message "
+        "cached, or a newer delivery waiting behind a copy in consumption (taken once that copy is let go of)",
+        standard_signal,
+        witness=lambda s, a, o, t: s[0] == STANDARD and a[0] == "receive" and any(
+            pt[p][1] and not ps[p][1] for (_, ps), (_, pt) in zip(views(s), views(t)) for p in range(n)),
+    ))
+
+    def fifo_release(s, a, o, t):
+        if s[0] != FIFO:
+            return True
+        for (ms, _), (mt, pt) in zip(views(s), views(t)):
+            for m in range(self.n_msgs):
+                if ms[m][2] in IN_CONSUMPTION and not ms[m][8] and mt[m][2] not in IN_CONSUMPTION:
+                    pq = pt[c.msg_queue[m]]
+                    if not (pq[3] == W_UNLOCK if c.client_lock else pq[1]):
+                        return False
+        return True
+
+    # seed 001 顺序 step 9: 解锁 process queue 并给 dispatcher 发送通知信号，表示可以进行下一条消息的消费
+    add((FIFO,), always_step(
+        "fifo-settled-releases-queue",
+        "when a FIFO message's consumption on its process queue ends (settled, or given up after a non-retriable "
+        "answer), the process queue is released for the next message: the worker goes on to unlock it and signal "
+        "the dispatcher, or, without the lock (upstream), the dispatcher is signalled",
+        fifo_release,
+        witness=lambda s, a, o, t: s[0] == FIFO and a[0] in SETTLES and o == "ok",
+        actions=SETTLES,
+    ))
+
     push_fair = (
         "weak fairness of every client step (receive loop, dispatcher, consumption, retry-policy delay, unlock), "
         "of a receive answered with messages or none, of the definitive answer to a settle (OK to a valid receipt "
@@ -588,6 +836,101 @@ def build_properties(self: Model) -> list:
             "two application threads have a receive call in flight at the same time",
             lambda s: s[0] == SIMPLE and sum(op == OP_RECEIVE for op, _, _ in s[3]) >= 2,
         ))
+    # ---- issue 31 (model mutation coverage): the simple consumer's calls, its queues, its messages' timers
+    def simple_call(s, a, o, t):
+        if s[0] != SIMPLE:
+            return True
+        name = a[0]
+        if name in ("call_receive", "call_ack", "call_change_invisible"):
+            op = {"call_receive": OP_RECEIVE, "call_ack": OP_ACK, "call_change_invisible": OP_CID}[name]
+            return t[3][a[1]] == (op, a[2] if op != OP_RECEIVE else -1, 0)
+        if name == "abandon":
+            return t[1][a[1]][2] == H_NONE
+        if name == "rpc" and o.__class__ is tuple and o[0] == "ok" and o[1] in ("acked", "changed"):
+            op, m, _ = s[3][a[1]]
+            if o[1] == "acked":
+                return op == OP_ACK and t[1][m][0] == S_ACKED and t[1][m][2] == H_NONE
+            return op == OP_CID and t[1][m][0] == s[1][m][0] == S_INVIS and t[1][m][2] == H_NONE
+        return True
+
+    # seed 001 Simple consumer: 直接暴露了 receive/acknowledgement/change invisible time 等原子类接口 ... 所有暴露给客户的
+    # 接口都只是远程过程调用的简单封装
+    add((SIMPLE,), always_step(
+        "simple-calls-do-what-they-say",
+        "each application call sends the one request it names, for the message it names (receive; ack of m; change "
+        "of m's invisible duration), and an OK answer means that request was applied: an ack leaves the message "
+        "acked, a change of invisible duration leaves it invisible with a new receipt handle the application does "
+        "not hold; an application that gives up on a message holds no copy of it",
+        simple_call,
+        witness=lambda s, a, o, t: s[0] == SIMPLE and a[0] == "rpc" and o == ("ok", "changed"),
+    ))
+
+    def simple_queue(s, a, o, t):
+        if s[0] != SIMPLE or a[0] != "rpc" or s[3][a[1]][0] != OP_RECEIVE:
+            return True
+        rr = s[2]
+        if c.simple_any_queue:
+            return t[2] == rr  # no index is kept
+        if o.__class__ is tuple and o[0] == "ok":
+            got = o[1]
+            if got and c.msg_queue[got[0]] != rr:
+                return False  # a message of another queue than the one asked
+            if not got and any(s[1][m][0] == S_READY for m in self.by_queue[rr]):
+                return False  # "none" while the queue asked has a ready message
+        return t[3][a[1]][0] != OP_NONE or t[2] == (rr + 1) % n  # the index moves on after every answer
+
+    # REFERENCE.md section 2: "receive (round-robin topic and queue ...)" (Java SimpleConsumerImpl.receive0 ->
+    # takeMessageQueue); section 5: the Python client 5.1.2 asks a random queue each time (__select_topic_queue)
+    add((SIMPLE,), always_step(
+        "simple-receive-queue",
+        "a simple-consumer receive asks one queue and is answered with that queue's earliest ready message or none: "
+        + ("the Python client asks any queue and keeps no index" if c.simple_any_queue else
+           "the Java client asks the queues round-robin, its index moving on after every answer, a failure "
+           "included"),
+        simple_queue,
+        witness=lambda s, a, o, t: s[0] == SIMPLE and a[0] == "rpc" and o == ("ok", ())
+        and any(r[0] == S_READY for r in s[1]),
+        actions=("rpc",),
+    ))
+    if c.simple_threads >= 2:
+        add((SIMPLE,), sometimes(
+            "simple-concurrent-settles",
+            "two application threads settle two different messages at the same time (a settle waits only for "
+            "another one of the same message)",
+            lambda s: s[0] == SIMPLE and len({cm for op, cm, _ in s[3] if op in (OP_ACK, OP_CID)}) >= 2,
+        ))
+    add((SIMPLE,), sometimes(
+        "simple-every-message-acked",
+        "the happy path: the application receives and acks every message",
+        lambda s: s[0] == SIMPLE and all(r[0] == S_ACKED for r in s[1]),
+    ))
+    if c.expiry_while_held:
+        def simple_expiry(s, a, o, t):
+            if s[0] != SIMPLE or a[0] != "expire":
+                return True
+            r, r1 = s[1][a[1]], t[1][a[1]]
+            srv = S_DLQ_SRV if r[1] >= maxa else S_READY
+            return r1[:2] == (srv, r[1]) and r1[2] == (H_STALE if r[2] else H_NONE)
+
+        # REFERENCE.md section 2 (the server dead-letters after the maximum delivery attempts); the invisible time is
+        # the server's (seed 001 Simple consumer: the application owns the message's whole lifecycle)
+        add((SIMPLE,), always_step(
+            "simple-expiry-stales-handle",
+            "when a message's invisible time runs out it becomes visible again, or is dead-lettered by the server "
+            "once its delivery attempts are used up, and a copy the application still holds carries a receipt "
+            "handle the server no longer accepts",
+            simple_expiry,
+            witness=lambda s, a, o, t: s[0] == SIMPLE and a[0] == "expire" and s[1][a[1]][2] == H_VALID,
+            actions=("expire",),
+        ))
+    add((SIMPLE,), leads_to(
+        "simple-let-go-redelivered",
+        "a delivered message no application thread validly holds (given up, its invisible duration changed, or its "
+        "answer lost) is eventually visible again or dead-lettered: the server's invisible timer always runs out",
+        lambda s: s[0] == SIMPLE and any(r[0] == S_INVIS and r[2] != H_VALID for r in s[1]),
+        lambda s: s[0] != SIMPLE or not any(r[0] == S_INVIS and r[2] != H_VALID for r in s[1]),
+        fairness="weak fairness of the server's invisible-time expiry; the application's calls are never forced",
+    ))
     add((SIMPLE,), leads_to(
         "simple-call-returns",
         "every simple-consumer call returns (a result or an error); stated for thread 0, the threads being alike",

@@ -790,6 +790,9 @@ class OrderedConsumptionEncoding(Encoding):
             "delivered-at-most-max": lambda s: z3.Implies(z3.Or([s.role == r for r in consumers]), self.each(
                 "msg", s.n, lambda m: s.dl[m] <= s.maxa)),
             "consumptions-within-max": for_role(FIFO, lambda s: self.each("msg", s.n, lambda m: s.tot[m] <= s.maxa)),
+            # issue 31: standard mode has no lock and no FIFO worker
+            "standard-never-locks": for_role(STANDARD, lambda s: self.each("queue", s.Q, lambda p: z3.And(
+                s.locked[p] == 0, s.worker[p] == W_IDLE), name="queue!std")),
             # issue 31: the cache's count and bytes are sums of each message's entries (exact sums when
             # bounded, the cardinalities of the module docstring); what the claim pins is that each
             # message's entries are what the client holds
@@ -807,7 +810,12 @@ class OrderedConsumptionEncoding(Encoding):
         common = [z3.Implies(cached, s.inc[m] == 1), z3.Implies(z3.And(z3.Not(busy), z3.Not(cached)), s.inc[m] == 0),
                   z3.Implies(s.pd[m] != 0, busy)]
         fifo = z3.Implies(busy, s.inc[m] == z3.If(s.old[m] == 0, 1, 0))
-        std = z3.BoolVal(True) if self.config.erase_after_settle else z3.Implies(z3.And(busy, s.cli[m] != C_CONSUMING), s.inc[m] == 0)
+        if not self.config.erase_after_settle:
+            std = z3.Implies(z3.And(busy, s.cli[m] != C_CONSUMING), s.inc[m] == 0)
+        elif not self.config.rebalance:  # upstream: counted until settled, and no rebalance drops it
+            std = z3.Implies(busy, s.inc[m] == 1)
+        else:
+            std = z3.BoolVal(True)
         return z3.And(common + [z3.If(s.role == FIFO, fifo, std)])
 
     def auxiliaries(self):
