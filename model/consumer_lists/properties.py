@@ -14,14 +14,18 @@ from .state import (
     AVAILABLE,
     CF,
     DELETED,
+    DES,
     F_CREDIT,
     F_FLAG,
     F_PC,
     F_SEEN,
+    F_SUSP,
     F_WAKE,
     FIND,
     GroupPolicy,
     HELD,
+    PullRule,
+    REASONS,
     IDLE,
     INTERESTED,
     NON_ACQUIRING,
@@ -31,10 +35,12 @@ from .state import (
     REMOVED,
     START,
     TAKE,
+    UNARRIVED,
     _bits,
 )
 from conq.model.kernel import always, always_step, leads_to, sometimes
 
+REASONS_INDEX = {r: i for i, r in enumerate(REASONS)}
 NOTIFYING = frozenset({"notify_consumers", "no_message", "remove_consumer", "add_consumer", "set_notify_work_desired",
                        "delete_entry", "delayed_acquisition", "reset_sub_pointers_for_groups"})
 
@@ -467,6 +473,7 @@ def properties(m):
             )
         )
     props += _other_actor_properties(m, reg, holders, rejected, group_blocks)
+    props += _rule_properties(m, reg, rejected, can_see, holders)
     return props
 
 
@@ -579,6 +586,398 @@ def _other_actor_properties(m, reg, holders, rejected, group_blocks):
                 witness=lambda s, a, o, t: leaves_a_waiting_group(s, a, t),
                 actions=("remove_consumer",),
             ))
+    return props
+
+
+#: the environment's acts that spend its budget (model/consumer_lists/state.py ``env_budget``): the
+#: client's removals, credit grants, suspensions and resumptions, releases and rejects
+ENVIRONMENT_ACTS = frozenset({"remove_consumer", "credit", "suspend", "resume", "release", "reject"})
+#: the steps of a consumer's IO thread (seed 000 "Threading Model": the consuming part runs on it)
+IO_ACTIONS = frozenset({"target_flag", "set_notify_work_desired", "deliver_single_message", "find_next_available",
+                        "acquire", "deliver", "no_message"})
+#: the steps that tell acquiring consumers of work and hand a wake-up over (notifyOtherConsumers)
+HANDOVERS = frozenset({"no_message", "remove_consumer", "delete_entry", "delayed_acquisition"})
+
+
+def _rule_properties(m, reg, rejected, can_see, holders):
+    """Issue 31: the claims that pin the rules ``conq mutate-model consumer-lists`` found unpinned (a
+    change to them moved only the state count).  Each reads the state through the layout only, and
+    a step claim compares a field of the two states before it reads it (so the packed view learns
+    only the fields a step changes, model/engines/packing.py)."""
+    cfg = m.config
+    n, M, MB, acq, prio = m.n, m.m, m.MB, m.acq, m.prio
+    L_ALL, BUD, GOT = m.L_ALL, m.BUD, m.GOT
+    grouped = bool(cfg.groups)
+    levels_of_acquirers = len(set(prio[c] for c in range(n) if acq[c]))
+
+    def status(s, j):
+        return s[MB + 2 * j]
+
+    def first_entry(s, c):
+        """The entry getNextAvailableEntry gives c: the first available one (queue order) c may take."""
+        if not reg(s, c):
+            return None  # a closed consumer has no queue context
+        for j in range(M):
+            if status(s, j) == AVAILABLE and can_see(s, c, j):
+                return j
+        return None
+
+    def held_back(s, c, j):
+        """AbstractQueue.noHigherPriorityWithCredit(c, j) says no: a registered acquiring consumer of
+        higher priority wants work, is interested in j (has not rejected it) and has an entry it may take."""
+        if not cfg.priority_check:
+            return False
+        return any(prio[h] > prio[c] and acq[h] and reg(s, h) and s[h * CF + F_FLAG] and not rejected(s, h, j)
+                   and first_entry(s, h) is not None for h in range(n))
+
+    def notifiable(s, c):
+        """notifyConsumer(c) would succeed on s: c is Interested and has an entry nobody above holds back."""
+        if s[c * CF] != INTERESTED:
+            return False
+        j = first_entry(s, c)
+        return j is not None and not held_back(s, c, j)
+
+    def desire(s, c):
+        b = c * CF
+        return s[b + F_SUSP] == 0 and s[b + F_CREDIT] > 0
+
+    props = []
+
+    # -- the environment's budget (spec/consumer-lists.md "Configurations": env_budget bounds the client's
+    #    and housekeeping's acts so that the 3-consumer configurations stay exhaustively checkable)
+    def budget_kept(s, a, o, t):
+        if s[BUD] == t[BUD]:
+            return a[0] not in ENVIRONMENT_ACTS or s[BUD] == -1
+        return a[0] in ENVIRONMENT_ACTS and s[BUD] > 0 and t[BUD] == s[BUD] - 1
+
+    props.append(always_step(
+        "environment-acts-within-budget",
+        "each of the environment's acts (remove, credit, suspend, resume, release, reject) spends one unit of the "
+        "configuration's budget and none happens once it is spent; no other step touches the budget",
+        budget_kept,
+        witness=lambda s, a, o, t: a[0] in ENVIRONMENT_ACTS and s[BUD] != t[BUD] and t[BUD] == 0,
+    ))
+
+    # -- an entry's life (seeds 000/002 "Interfaces": a new message arrives, a previously unavailable
+    #    message (acquired, held) becomes available; upstream QueueEntryImpl acquire / release / delete,
+    #    AbstractQueue.enqueue (arrival in order), AbstractConsumerTarget.send (a client releases or
+    #    rejects only what it was sent))
+    def sent_by(s, c, j):
+        return status(s, j) == ACQ + c and s[c * CF + F_PC] != GOT + j
+
+    def entry_move_ok(s, a, o, t, j):
+        x, y, name = status(s, j), status(t, j), a[0]
+        if x == DELETED:
+            return False
+        if y == DELETED:
+            return cfg.expiry and name in ("delete_entry", "delayed_acquisition") and a[1] == j and (
+                x == AVAILABLE or (x >= ACQ and sent_by(s, x - ACQ, j)))
+        if x == UNARRIVED:
+            in_order = j == 0 or status(s, j - 1) != UNARRIVED
+            if y == AVAILABLE:
+                return name == "enqueue" and a[1] == j and in_order
+            return y == HELD and cfg.held and name == "enqueue_held" and a[1] == j and in_order
+        if y >= ACQ:
+            return name == "acquire" and a[1] == y - ACQ and a[2] == j and acq[a[1]] and o is True
+        if x == HELD:
+            return y == AVAILABLE and name == "unhold" and a[1] == j
+        if x >= ACQ and y == AVAILABLE:
+            c = x - ACQ
+            if name == "release":
+                return a[1] == j and o == c and sent_by(s, c, j)
+            if name == "reject":
+                return a[1:] == (c, j) and bool(reg(s, c)) and s[c * CF + F_PC] in (IDLE, START)
+            if name == "remove_consumer":
+                return a[1] == c
+            # a delivery the consumer's close interrupted gives the entry back (QueueEntryImpl.release)
+            return name == "deliver" and a[1] == c and not reg(s, c) and s[c * CF + F_PC] == GOT + j
+        return False
+
+    def entry_life(s, a, o, t):
+        for j in range(M):
+            k = MB + 2 * j
+            if s[k] != t[k]:
+                if not entry_move_ok(s, a, o, t, j):
+                    return False
+                if status(t, j) == AVAILABLE and not t[k + 1]:
+                    return False  # became available: notifyConsumers is owed for it
+            elif s[k + 1] != t[k + 1] and t[k + 1]:
+                return False  # a notification is owed only for an entry that became available
+            if s[k + 1] != t[k + 1] and not t[k + 1] and a != ("notify_consumers", j):
+                return False  # only the owing publisher's notifyConsumers pays it
+        if a[0] in ("release", "reject"):
+            j = a[-1]
+            return status(t, j) == AVAILABLE and status(s, j) != AVAILABLE
+        return True
+
+    def release_by_a_higher(s, a, o, t):
+        """A consumer releases an entry while a lower-priority acquirer is registered (with one priority
+        level: any release)."""
+        if a[0] != "release":
+            return False
+        return levels_of_acquirers < 2 or any(acq[d] and prio[d] < prio[o] and reg(s, d) for d in range(n))
+
+    props.append(always_step(
+        "entry-lifecycle",
+        "an entry arrives in order (enqueue, or held then un-held), is acquired only by an acquire, leaves its "
+        "consumer only by that consumer's release or reject of a sent entry, its close, or a delete, is deleted "
+        "only by the housekeeping / management thread and never comes back; an entry that becomes available owes "
+        "one notifyConsumers, which only that publisher pays",
+        entry_life,
+        witness=release_by_a_higher,
+    ))
+
+    # -- a consumer's life (REFERENCE.md section 1 addConsumer / removeConsumer; seed 000 "The All list":
+    #    a consumer is removed only when it is closed; a closed consumer's IO thread only finishes the pull
+    #    it is in, and a delivery it can no longer send is released)
+    def consumer_life(s, a, o, t):
+        name = a[0]
+        for c in range(n):
+            b = c * CF
+            if s[b] != t[b] and s[b] == ABSENT and (name != "add_consumer" or a[1] != c or cfg.preadded):
+                return False
+            if s[b + F_WAKE] != t[b + F_WAKE] and t[b + F_WAKE] and not reg(t, c):
+                return False  # a closed consumer is never scheduled
+        if name == "remove_consumer":
+            b = a[1] * CF
+            if t[b + F_WAKE]:
+                return False
+            stopped = s[b + F_PC] in (IDLE, START)
+            return t[b + F_PC] == IDLE if stopped else t[b + F_PC] == s[b + F_PC]
+        if name in IO_ACTIONS:
+            c = a[1]
+            b = c * CF
+            if not reg(s, c):
+                if s[b + F_PC] in (IDLE, START):
+                    return False  # a closed consumer's IO thread starts nothing
+                if name == "deliver" and (t[b + F_PC] != IDLE or t[b + F_WAKE]):
+                    return False
+        return True
+
+    props.append(always_step(
+        "consumer-lifecycle",
+        "a consumer joins only by addConsumer (only where the configuration adds consumers during the run); once "
+        "closed it is never scheduled, its IO thread starts no pull or desire update, a pull in progress ends and an "
+        "undelivered entry is released; the close stops the IO thread between pulls",
+        consumer_life,
+        witness=lambda s, a, o, t: a[0] in IO_ACTIONS and not reg(s, a[1]),
+    ))
+
+    # -- the find (AbstractQueue.attemptDelivery: getNextAvailableEntry, noHigherPriorityWithCredit,
+    #    the credit check; REFERENCE.md section 1 "Credit", section 4 mightAssign; seed 000 "Handling
+    #    Consumer Priorities")
+    def find_ok(s, a, o, t):
+        c = a[1]
+        j = first_entry(s, c)
+        if o is not None:
+            return o == j and s[c * CF + F_CREDIT] > 0
+        if j is None or s[c * CF + F_CREDIT] <= 0:
+            return True
+        return (acq[c] or cfg.priority_blocks_browsers) and held_back(s, c, j)
+
+    props.append(always_step(
+        "find-takes-the-first-entry-it-may",
+        "a consumer's look picks the first available entry (queue order) it may take (not seen by a browser, not "
+        "rejected by it, not kept by another consumer's message group), and only with credit; it finds nothing "
+        "only with no credit, no such entry, or a registered higher-priority acquirer that wants work, is "
+        "interested in that entry and has one available",
+        find_ok,
+        witness=lambda s, a, o, t: a[0] == "find_next_available" and o is None and any(
+            status(s, j) == AVAILABLE for j in range(M)),
+        actions=("find_next_available",),
+    ))
+
+    # -- whom the queue notifies (REFERENCE.md section 1: "a consumer is notified only if it has an
+    #    available message it may take"; notifyConsumers skips consumers not interested in the entry)
+    def told_have_work(s, a, o, t):
+        if a[0] not in NOTIFYING or not isinstance(o, tuple):
+            return True
+        for c in o:
+            if not acq[c]:
+                continue
+            if first_entry(t, c) is None:
+                return False
+            if a[0] == "notify_consumers" and rejected(t, c, a[1]):
+                return False
+        return True
+
+    props.append(always_step(
+        "notified-only-with-work",
+        "an acquiring consumer is notified only while it has an available entry it may take, and a new or "
+        "returned entry's notifyConsumers never notifies a consumer that rejected it",
+        told_have_work,
+        witness=lambda s, a, o, t: a[0] in HANDOVERS and isinstance(o, tuple) and any(acq[c] for c in o),
+    ))
+
+    # -- a pull that found nothing (seed 000 "Interfaces": "a notified consumer did not do the work we
+    #    expected it to do: we need to notify someone else"; upstream deliverSingleMessage ->
+    #    notifyOtherConsumers, one consumer; setNotified(false) was done before the look)
+    def hands_over(s, a, o, t):
+        c = a[1]
+        if not acq[c]:
+            return True
+        if cfg.unnotify_first and s[c * CF] != t[c * CF]:
+            return False  # the consumer's own un-notify came before the look
+        told = [d for d in o if acq[d]]
+        if len(told) > 1 or c in told:
+            return False
+        if told:
+            return True
+        return not any(d != c and acq[d] and notifiable(t, d) for d in range(n))
+
+    props.append(always_step(
+        "nothing-found-hands-over",
+        "a pull that finds nothing notifies exactly one other Interested acquirer that could take an entry, when "
+        "there is one, and nobody else; it leaves the consumer's own list alone",
+        hands_over,
+        witness=lambda s, a, o, t: a[0] == "no_message" and any(acq[d] for d in o),
+        actions=("no_message",),
+    ))
+
+    # -- the stutter step (spec/consumer-lists.md "Fairness": idle is offered exactly where no fair step is)
+    def nothing_owed(s):
+        for c in range(n):
+            b = c * CF
+            if s[b + F_PC] != IDLE:
+                return False
+            if reg(s, c) and (s[b + F_WAKE] or bool(s[b + F_FLAG]) != desire(s, c)):
+                return False
+        if any(s[MB + 2 * j + 1] for j in range(M)):
+            return False
+        if m.GRS is not None and s[m.GRS]:
+            return False
+        if m.DP is not None:
+            for j in range(M):
+                if (s[m.DP] >> j) & 1 and (status(s, j) == AVAILABLE or (status(s, j) >= ACQ and sent_by(
+                        s, status(s, j) - ACQ, j))):
+                    return False
+        return True
+
+    props.append(always_step(
+        "idle-only-when-nothing-is-owed",
+        "the system rests (idle) only where no IO thread has a step to take, no publisher owes notifyConsumers, "
+        "no group reset and no waiting delete is owed",
+        lambda s, a, o, t: nothing_owed(s),
+        witness=lambda s, a, o, t: a[0] == "idle",
+        actions=("idle",),
+    ))
+
+    # -- the consumer's wish for work (seed 000 "Interfaces": setNotifyWorkDesired for flow control,
+    #    credit, TCP back-pressure; upstream AbstractConsumerTarget.updateNotifyWorkDesired)
+    def desire_ok(s, a, o, t):
+        name = a[0]
+        if name in ("suspend", "resume"):
+            b = a[1] * CF
+            r = REASONS_INDEX[a[2]]
+            was = (s[b + F_SUSP] >> r) & 1
+            return t[b + F_SUSP] == s[b + F_SUSP] ^ (1 << r) and was == (name == "resume")
+        if name in ("target_flag", "set_notify_work_desired"):
+            c, wanted = a[1], a[2]
+            b = c * CF
+            if s[b + F_PC] == DES:
+                return t[b + F_PC] == IDLE  # the second half ends the update
+            return bool(wanted) == desire(s, c) and bool(wanted) != bool(s[b + F_FLAG]) and t[b + F_PC] == DES
+        return True
+
+    def between_pulls(s, a, o, t):
+        if a[0] not in ("target_flag", "set_notify_work_desired") or s[a[1] * CF + F_PC] == DES:
+            return False
+        return cfg.pull_rule is not PullRule.UNTIL_EMPTY or s[a[1] * CF + F_PC] == START
+
+    props.append(always_step(
+        "desire-follows-credit-and-suspension",
+        "suspend and resume set and clear their reason; the target starts a setNotifyWorkDesired only when its "
+        "desire (credit, no suspension reason) differs from its flag, with that desire, and the second half ends it",
+        desire_ok,
+        witness=between_pulls,
+        actions=("suspend", "resume", "target_flag", "set_notify_work_desired"),
+    ))
+
+    def credit_granted(s, a, o, t):
+        b = a[1] * CF
+        return t[b + F_CREDIT] == s[b + F_CREDIT] + 1 and t[b + F_WAKE] == 1
+
+    # QueueConsumerImpl.externalStateChange -> notifyWork: the credit manager tells the target its state changed
+    props.append(always_step(
+        "credit-grant-wakes-the-consumer",
+        "a credit grant adds one credit and schedules the consumer's connection, so the target pulls again",
+        credit_granted,
+        witness=lambda s, a, o, t: a[0] == "credit" and s[a[1] * CF + F_CREDIT] == 0,
+        actions=("credit",),
+    ))
+
+    # -- the acquire (QueueEntryImpl.acquire: a compare-and-set on the entry's state; with message groups
+    #    MessageGroupManager.acceptMessage decides first); upstream attemptDelivery gives up the pull when
+    #    the acquire fails (the consumer is told no message was available)
+    def acquire_ok(s, a, o, t):
+        c, j = a[1], a[2]
+        b = c * CF
+        if o is not True and t[b + F_PC] != NONE:
+            return False  # a failed acquire ends the attempt
+        if acq[c] and not grouped and status(s, j) == AVAILABLE:
+            return o is True  # the entry's CAS alone decides, whoever the consumer is now
+        return True
+
+    props.append(always_step(
+        "acquire-is-the-entrys-cas",
+        "without message groups an acquire of an available entry succeeds (the entry's compare-and-set knows "
+        "nothing of the consumer: one closed meanwhile still takes it, and its delivery releases it); a failed "
+        "acquire ends the pull with nothing delivered",
+        acquire_ok,
+        witness=lambda s, a, o, t: a[0] == "acquire" and acq[a[1]] and not reg(s, a[1]) and (o is True) != grouped,
+        actions=("acquire",),
+    ))
+
+    if m.GRS is not None:
+        GOWN, GRS, G, grp = m.GOWN, m.GRS, m.G, m.grp
+
+        def freed_with_waiting(s, t):
+            return any(s[GOWN + g] != t[GOWN + g] and t[GOWN + g] == 0 and s[GOWN + g] != 0 and any(
+                grp[j] == g and status(t, j) == AVAILABLE for j in range(M)) for g in range(G))
+
+        def reset_ok(s, a, o, t):
+            if a[0] == "reset_sub_pointers_for_groups":
+                if not s[GRS] or t[GRS]:
+                    return False
+                want = {c for c in range(n) if acq[c] and reg(s, c) and notifiable(s, c)}
+                return set(o) == want
+            if s[GRS] != t[GRS]:
+                return bool(t[GRS]) and freed_with_waiting(s, t)
+            return True
+
+        # AbstractQueue.resetSubPointersForGroups: owed when a group is given up (DefinedGroupMessageGroupManager
+        # Group.subtract, AssignedConsumerMessageGroupManager.clearAssignments on unregisterConsumer) while an
+        # entry of it is available; it moves every consumer's pointer back and notifies each (notifyConsumer)
+        props.append(always_step(
+            "group-reset-notifies-the-waiting",
+            "a group pointer reset is owed only by a step that gave up a message group with an entry of it "
+            "available, is paid only by the reset, and the reset notifies exactly the Interested acquirers "
+            "that could take an entry",
+            reset_ok,
+            witness=lambda s, a, o, t: a[0] == "reset_sub_pointers_for_groups" and bool(o),
+        ))
+    if grouped and cfg.group_policy is GroupPolicy.ASSIGNED:
+        GOWN, grp = m.GOWN, m.grp
+
+        def waits_for_idle_owner(s):
+            for j in range(M):
+                g = grp[j]
+                if g < 0 or status(s, j) != AVAILABLE:
+                    continue
+                own = s[GOWN + g] - 1
+                if own >= 0 and reg(s, own) and own not in holders(s, g) and any(
+                        c != own and acq[c] and reg(s, c) and s[c * CF + F_FLAG] for c in range(n)):
+                    return True
+            return False
+
+        # AssignedConsumerMessageGroupManager: a standard group stays assigned to its consumer until that
+        # consumer is removed, even while it holds none of the group's entries (shared groups are given up)
+        props.append(sometimes(
+            "standard-group-stays-with-its-consumer",
+            "an available entry waits for the consumer its standard group is assigned to while that consumer holds "
+            "none of the group's entries and another registered consumer wants work",
+            waits_for_idle_owner,
+        ))
     return props
 
 
