@@ -767,6 +767,8 @@ def _rule_properties(m, reg, rejected, can_see, holders):
     #    the credit check; REFERENCE.md section 1 "Credit", section 4 mightAssign; seed 000 "Handling
     #    Consumer Priorities")
     def find_ok(s, a, o, t):
+        if a[0] != "find_next_available":
+            return True
         c = a[1]
         j = first_entry(s, c)
         if o is not None:
@@ -813,6 +815,8 @@ def _rule_properties(m, reg, rejected, can_see, holders):
     #    expected it to do: we need to notify someone else"; upstream deliverSingleMessage ->
     #    notifyOtherConsumers, one consumer; setNotified(false) was done before the look)
     def hands_over(s, a, o, t):
+        if a[0] != "no_message":
+            return True
         c = a[1]
         if not acq[c]:
             return True
@@ -857,7 +861,7 @@ def _rule_properties(m, reg, rejected, can_see, holders):
         "idle-only-when-nothing-is-owed",
         "the system rests (idle) only where no IO thread has a step to take, no publisher owes notifyConsumers, "
         "no group reset and no waiting delete is owed",
-        lambda s, a, o, t: nothing_owed(s),
+        lambda s, a, o, t: a[0] != "idle" or nothing_owed(s),
         witness=lambda s, a, o, t: a[0] == "idle",
         actions=("idle",),
     ))
@@ -894,6 +898,8 @@ def _rule_properties(m, reg, rejected, can_see, holders):
     ))
 
     def credit_granted(s, a, o, t):
+        if a[0] != "credit":
+            return True
         b = a[1] * CF
         return t[b + F_CREDIT] == s[b + F_CREDIT] + 1 and t[b + F_WAKE] == 1
 
@@ -910,6 +916,8 @@ def _rule_properties(m, reg, rejected, can_see, holders):
     #    MessageGroupManager.acceptMessage decides first); upstream attemptDelivery gives up the pull when
     #    the acquire fails (the consumer is told no message was available)
     def acquire_ok(s, a, o, t):
+        if a[0] != "acquire":
+            return True
         c, j = a[1], a[2]
         b = c * CF
         if o is not True and t[b + F_PC] != NONE:
