@@ -880,8 +880,15 @@ def _rule_properties(m, reg, rejected, can_see, holders):
             b = c * CF
             if s[b + F_PC] == DES:
                 return t[b + F_PC] == IDLE  # the second half ends the update
+            if untouched(s):
+                return False  # a target is created wanting work exactly when it has credit: nothing to update
             return bool(wanted) == desire(s, c) and bool(wanted) != bool(s[b + F_FLAG]) and t[b + F_PC] == DES
         return True
+
+    def untouched(s):
+        """Nothing has changed a consumer's reasons yet: no entry arrived (so none was taken with credit)
+        and the environment has not acted (no credit, suspension or resumption)."""
+        return cfg.env_budget >= 0 and s[BUD] == cfg.env_budget and all(status(s, j) == UNARRIVED for j in range(M))
 
     def between_pulls(s, a, o, t):
         if a[0] not in ("target_flag", "set_notify_work_desired") or s[a[1] * CF + F_PC] == DES:
@@ -890,8 +897,9 @@ def _rule_properties(m, reg, rejected, can_see, holders):
 
     props.append(always_step(
         "desire-follows-credit-and-suspension",
-        "suspend and resume set and clear their reason; the target starts a setNotifyWorkDesired only when its "
-        "desire (credit, no suspension reason) differs from its flag, with that desire, and the second half ends it",
+        "suspend and resume set and clear their reason; a target is created wanting work exactly when it has credit, "
+        "and starts a setNotifyWorkDesired only when its desire (credit, no suspension reason) differs from its flag, "
+        "with that desire, and the second half ends it",
         desire_ok,
         witness=between_pulls,
         actions=("suspend", "resume", "target_flag", "set_notify_work_desired"),
