@@ -110,6 +110,28 @@ def build_properties(self: Model) -> list:
         lambda s, a, o, t: s[0] != PRODUCER or a[0] != "send" or s[2] == FIFO_MSG or a[1] == s[5] % n,
         witness=lambda s, a, o, t: s[0] == PRODUCER and a[0] == "send" and s[2] != FIFO_MSG and s[5] > 0,
     ))
+    # seed 001 Producer step 4 (从备选队列中选取一个队列); REFERENCE.md section 2: "FIFO messages go to the one queue
+    # chosen by the message group's hash" -- even a client that rotates a FIFO message (the fault fifo_rotates)
+    # starts at its group's queue
+    add(P, always_step(
+        "first-attempt-to-first-candidate",
+        "a message's first send request goes to its first candidate: the message group's queue for a FIFO message, "
+        "the first of the candidates otherwise",
+        lambda s, a, o, t: s[0] != PRODUCER or a[0] != "send" or s[5] != 0
+        or a[1] == (s[4] if s[2] == FIFO_MSG else 0),
+        witness=lambda s, a, o, t: s[0] == PRODUCER and a[0] == "send" and s[5] == 0 and s[2] == FIFO_MSG
+        and a[1] == n - 1 != 0,
+        actions=("send",),
+    ))
+    if not c.throttle_ends_send:
+        # seed 001 Producer 特别地: the retry after a throttled answer follows the back-off the server decided
+        add(P, always_step(
+            "backoff-clock-only-while-waiting",
+            "the back-off clock ticks only while a throttled send waits for its back-off, and never past it",
+            lambda s, a, o, t: s[0] != PRODUCER or a[0] != "tick" or (s[1] == P_WAIT and t[1] == P_WAIT and t[8] <= s[7]),
+            witness=lambda s, a, o, t: s[0] == PRODUCER and a[0] == "tick" and t[8] == s[7] >= 2,
+            actions=("tick",),
+        ))
     add(P, always_step(
         "plain-error-retries-at-once",
         "a failure other than throttling is retried at once (no waiting)",
@@ -252,18 +274,20 @@ def build_properties(self: Model) -> list:
     ))
 
     def dlq_after_max(s, a, o, t):
-        if s[0] != FIFO or a[0] != "forward_to_dlq":
+        if s[0] not in PUSH or a[0] != "forward_to_dlq":
             return True
         msgs, _, m = at(s, a)
         return msgs[m][5] - 1 + msgs[m][4] >= maxa or msgs[m][4] == 0
 
-    add((FIFO,), always_step(
+    # (standard mode asks for no dead-lettering at all, standard-no-client-dlq; the fault that makes it dead-letter
+    # on the client, standard_client_dlq, is judged by this claim too: at the maximum attempt, never before)
+    add((FIFO,) + ((STANDARD,) if c.standard_client_dlq else ()), always_step(
         "dlq-only-after-max",
         "the client asks for a message's dead-lettering only once a consumption at the maximum attempt failed (a "
         "redelivery settled with the outcome remembered from an earlier delivery, never consumed itself, carries "
         "that earlier decision)",
         dlq_after_max,
-        witness=lambda s, a, o, t: s[0] == FIFO and a[0] == "forward_to_dlq" and o == "ok",
+        witness=lambda s, a, o, t: s[0] in PUSH and a[0] == "forward_to_dlq" and o == "ok",
         actions=("forward_to_dlq",),
     ))
 
@@ -760,6 +784,30 @@ def build_properties(self: Model) -> list:
         fifo_release,
         witness=lambda s, a, o, t: s[0] == FIFO and a[0] in SETTLES and o == "ok",
         actions=SETTLES,
+    ))
+
+    def expiry_frame(s, a, o, t):
+        if s[0] == PRODUCER or a[0] != "expire":
+            return True
+        m = a[1]
+        if any(x != y for k, (x, y) in enumerate(zip(s[1], t[1])) if k != m):
+            return False  # another message's server record
+        if s[0] == SIMPLE:
+            return s[2:] == t[2:]
+        for (ms, ps), (mt, pt) in zip(views(s), views(t)):
+            if ps != pt or any(ms[k] != mt[k] for k in range(self.n_msgs) if k != m):
+                return False
+        return len(views(s)) == len(views(t)) and (not multi or len(s[2]) == len(t[2]))
+
+    # REFERENCE.md section 2 / broker._expire: the invisible time is one message's delivery's (a receipt handle's);
+    # the seed's FIFO flow never lets a message go unsettled, so there only a broker that can take it back expires one
+    add((STANDARD, SIMPLE) + redelivers, always_step(
+        "expiry-touches-only-its-message",
+        "the end of a message's invisible time changes that message only: no other message, no process queue, no "
+        "call in flight, in any consumer",
+        expiry_frame,
+        witness=lambda s, a, o, t: s[0] != PRODUCER and a[0] == "expire",
+        actions=("expire",),
     ))
 
     push_fair = (
