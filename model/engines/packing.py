@@ -541,7 +541,8 @@ class Section:
         self.runs = 0  # runs of the model's code (an outcome not known costs one, plus one per field learnt)
         #: explorer workers (engines/parallel.py) share recordings: while ``journal`` is a list,
         #: every entry recorded here is also appended to it (``(root, mask, key, entry, fresh)``,
-        #: ``fresh`` the model's outcome recorded for it, ``(model mask, key, outcome)``, or None)
+        #: ``fresh`` the model's outcome recorded for it, ``(model mask, key, outcome)``, or None;
+        #: :meth:`export` makes them portable)
         self.journal: list | None = None
 
     def lookup(self, x: int) -> tuple:
@@ -622,7 +623,13 @@ class Section:
         def portable(a: tuple) -> tuple:
             return (tuple(a), a.__class__.maybe if isinstance(a, CheckedAction) else None)
 
-        return [(r, mask, key, tuple((*portable(a), o, k, v) for a, o, k, v in steps), owed, fresh)
+        def outcome(fresh: tuple | None) -> tuple | None:  # its steps as (action, observation, keep, set)
+            if fresh is None:
+                return None
+            mk, okey, (steps, owed) = fresh
+            return (mk, okey, tuple(step[:4] for step in steps), owed)
+
+        return [(r, mask, key, tuple((*portable(a), o, k, v) for a, o, k, v in steps), owed, outcome(fresh))
                 for r, mask, key, (steps, owed), fresh in items]
 
     def install(self, items: list) -> None:
@@ -632,12 +639,12 @@ class Section:
         for r, mask, key, steps, owed, fresh in items:
             self.masks[r] = self.masks.get(r, mask) | mask
             if fresh is not None:  # the model's outcome recorded with the entry (see miss)
-                mk, okey, o = fresh
+                mk, okey, bare, bare_owed = fresh
                 self.model_masks[r] = self.model_masks.get(r, mk) | mk
                 if okey not in self.outcomes:
                     if len(self.outcomes) >= self.limit:
                         self.outcomes.clear()
-                    self.outcomes[okey] = o
+                    self.outcomes[okey] = (tuple(self._bare_step(*step) for step in bare), bare_owed)
             if key in self.memo:
                 continue
             rebuilt = []
@@ -665,6 +672,9 @@ class Section:
             if type(v) is Poison:  # copied from another field: that field was read
                 raise FootprintRead(v.field)
         keep, put = self.codec.writes(writes)
+        return self._bare_step(a, o, keep, put)
+
+    def _bare_step(self, a: tuple, o: Any, keep: int, put: int) -> tuple:
         ra, ro = repr(a), repr(o)
         ident = (a.__class__, ra, ro, keep, put)
         found = self._bare.get(ident)
