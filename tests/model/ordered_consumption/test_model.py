@@ -904,3 +904,33 @@ def test_an_answer_that_fills_the_cache_leaves_the_loop_waiting_in_the_same_step
     assert full[2][0][0] == 1  # no state in between: the check is the answer step's last act
     one = outcome(m, s, ("receive", 0), ((0, 1),))
     assert one[2][0][0] == 0  # room: the next request is in flight
+
+
+# -- (i) model mutation coverage (issue 31; spec/ordered-consumption.md, "Mutation coverage") ---------------
+
+
+def test_rules_the_mutation_run_found_unpinned_are_killed_by_named_claims():
+    """A few of the mutants conq mutate-model reported count-only before their claims, each on the smallest
+    configuration that runs it (the ids are hashes of the changed code: model/engines/mutate_ast.py)."""
+    from pathlib import Path
+
+    from conq.model.engines.model_mutation import SuiteConfig, arguments_from_markdown, run_mutation
+    from conq.model.engines.registry import MODELS
+
+    killed_by = {
+        "oc-5ac5fc37": "deliveries-as-answered",  # a receive answer that names none of what it delivered
+        "oc-2ddd3d80": "fifo-exhausted-dead-lettered",  # FIFO re-consumption without the retry policy's delay
+        "oc-bab4666f": "idle-dispatcher-stops",  # a failed lock that keeps the dispatcher's signal
+        "oc-4e6c6b59": "simple-calls-do-what-they-say",  # the application's ack sent as a change of invisible time
+        "oc-45018332": "simple-let-go-redelivered",  # message 0's invisible time never runs out
+    }
+    argued = "oc-f64320d1"  # answer_codes negated: labels split, the same states and moves
+    spec = (Path(__file__).resolve().parents[3] / "spec" / "ordered-consumption.md").read_text(encoding="utf-8")
+    rep = run_mutation(NAME, MODELS[NAME], [SuiteConfig.of(c) for c in ("mutant-fifo-unlock-no-signal",
+                                                                        "mutant-simple-retry", "push-fifo-no-memo")],
+                       workers=0, only=[*killed_by, argued], lines=False, arguments=arguments_from_markdown(spec))
+    by = {r["id"]: r for r in rep.results}
+    assert set(by) == {*killed_by, argued}
+    for mid, prop in killed_by.items():
+        assert (by[mid]["verdict"], by[mid]["property"]) == ("killed", prop), by[mid]
+    assert by[argued]["verdict"] == "argued"
