@@ -189,7 +189,8 @@ class LevelSearch:
                 u, firsts = first_occurrences(f)
                 if self.table is None:
                     fresh = unseen(self.seen, u)
-                    cand_sorted.append(u[fresh])
+                    if frontier.shape[1] <= self.CHUNK:  # (kept for a level of one chunk only: memory)
+                        cand_sorted.append(u[fresh])
                     firsts = np.sort(firsts[fresh])
                 else:
                     _same_words(Y, firsts[np.searchsorted(u, f)])

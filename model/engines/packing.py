@@ -538,6 +538,7 @@ class Section:
         self.outcomes: dict[int, tuple] = {}
         self._steps: dict = {}  # one object per distinct recorded step
         self._bare: dict = {}  # one object per distinct unlabelled step (outcomes)
+        self._lists: dict = {}  # one object per distinct (steps, owed) (_shared)
         self.runs = 0  # runs of the model's code (an outcome not known costs one, plus one per field learnt)
         #: explorer workers (engines/parallel.py) share recordings: while ``journal`` is a list,
         #: every entry recorded here is also appended to it (``(root, mask, key, entry, fresh)``,
@@ -584,7 +585,7 @@ class Section:
         self.model_masks[r] = mk
         if len(self.memo) >= self.limit:
             self.memo.clear()
-        e = (steps, o[1])
+        e = self._shared((steps, o[1]))
         self.memo[x & known] = e
         if self.journal is not None:
             self.journal.append((r, known, x & known, e, fresh))
@@ -614,8 +615,20 @@ class Section:
             break
         if len(self.outcomes) >= self.limit:
             self.outcomes.clear()
-        o = self.outcomes[x & mk] = (steps, owed)
+        o = self.outcomes[x & mk] = self._shared((steps, owed))
         return o, mk
+
+    def _shared(self, e: tuple) -> tuple:
+        """One object per distinct ``(steps, owed)`` (an entry or an outcome): far fewer distinct
+        ones than keys (the consumer-lists ``--big`` configuration: 375,385 entries, 939 distinct
+        lists of steps), so memory.  A step object in one is kept alive by it, so its id names it."""
+        k = (tuple(map(id, e[0])), e[1])
+        found = self._lists.get(k)
+        if found is None:
+            if len(self._lists) >= self.limit:
+                self._lists.clear()
+            found = self._lists[k] = e
+        return found
 
     def export(self, items: list) -> list:
         """Journal items in a form another process can take (:meth:`install`): a label's
@@ -644,7 +657,7 @@ class Section:
                 if okey not in self.outcomes:
                     if len(self.outcomes) >= self.limit:
                         self.outcomes.clear()
-                    self.outcomes[okey] = (tuple(self._bare_step(*step) for step in bare), bare_owed)
+                    self.outcomes[okey] = self._shared((tuple(self._bare_step(*step) for step in bare), bare_owed))
             if key in self.memo:
                 continue
             rebuilt = []
@@ -657,7 +670,7 @@ class Section:
                 rebuilt.append(found)
             if len(self.memo) >= self.limit:
                 self.memo.clear()
-            self.memo[key] = (tuple(rebuilt), owed)
+            self.memo[key] = self._shared((tuple(rebuilt), owed))
 
     def _step(self, p: tuple, a: tuple, o: Any, t: tuple) -> tuple:
         """One step the model's code returned, unlabelled: ``(a, o, keep, set, repr(a), repr(o),

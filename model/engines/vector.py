@@ -138,12 +138,16 @@ class Table:
     arrays (an empty slot holds -1), looked up and filled an array of keys at a time.  At most half
     full."""
 
+    SPARSE_SLOTS = 1 << 16
+
     def __init__(self, W: int, bits: int = 8, dtype: Any = np.int64, spread: int = 2):
         self.W = W
         self.n = 0
         self.dtype = dtype
-        #: slots per key at least (2: at most half full; the memo tables are small, and a sparser
-        #: table probes less)
+        #: slots per key at least while the table is small (a sparser table probes less; the memo
+        #: tables are small), 2 (at most half full) once ``spread`` slots a key would pass
+        #: SPARSE_SLOTS (memory: the ``--big`` configuration's 375,385 entries would take 104 MB
+        #: of tables at 8 slots a key)
         self.spread = spread
         self._alloc(bits)
 
@@ -213,11 +217,12 @@ class Table:
         """Keys known to be absent and distinct -> values (the table grows as needed)."""
         m = K.shape[1]
         V = np.asarray(V, dtype=self.dtype)
-        if self.spread * (self.n + m) > self.cap:
+        spread = self.spread if self.spread * (self.n + m) <= self.SPARSE_SLOTS else 2
+        if spread * (self.n + m) > self.cap:
             live = np.flatnonzero(self.vals >= 0)
             LK, LV = cols(self.keys, live), self.vals[live]
             bits = self.bits
-            while self.spread * (self.n + m) > (1 << bits):
+            while spread * (self.n + m) > (1 << bits):
                 bits += 1
             self._alloc(bits)
             self.n = 0
