@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import gc
 import multiprocessing as mp
+import pickle
 import time
 import traceback
 from array import array
@@ -90,10 +91,13 @@ def _worker(w: int, W: int, model: Model, symmetry: bool, conn, inboxes, use_pac
 
         def send(level: int, by_dest) -> None:
             """Send ``by_dest[o]`` to every other worker ``o`` (a queue's feeder thread writes it
-            while this worker goes on)."""
+            while this worker goes on).  Pickled here, not in the feeder thread: a payload that
+            cannot be pickled (a state holding a local object, say) then fails this worker, which
+            tells the coordinator; in the feeder it was only printed and dropped, and every worker
+            waited for it for ever."""
             for other in range(W):
                 if other != w:
-                    inbox_of[other].put((level, w, by_dest[other]))
+                    inbox_of[other].put(_dumps((level, w, by_dest[other])))
 
         def receive(level: int) -> list:
             """What every other worker sent this worker for ``level``, by sender (the same order in
@@ -101,7 +105,7 @@ def _worker(w: int, W: int, model: Model, symmetry: bool, conn, inboxes, use_pac
             level only after every worker has finished the one before."""
             got = []
             while len(got) < W - 1:
-                lvl, sender, payload = inbox.get()
+                lvl, sender, payload = pickle.loads(inbox.get())
                 if lvl != level:
                     raise RuntimeError(f"worker {w}: a message of level {lvl} arrived during level {level}")
                 got.append((sender, payload))
@@ -502,6 +506,11 @@ class _Exact:
             self.pending += len(y)
             # two sorted runs: the stable sort (timsort) merges them in linear time
             self.seen = np.sort(np.concatenate([self.seen, uniq]), kind="stable")
+
+
+def _dumps(obj: Any) -> bytes:
+    """A message between workers, pickled by the sender (``send`` in :func:`_worker`)."""
+    return pickle.dumps(obj, pickle.HIGHEST_PROTOCOL)
 
 
 def exact_owners(y: Any, W: int) -> Any:

@@ -145,3 +145,43 @@ def test_every_mode_skips_the_step_checks_the_model_decided(monkeypatch, mode):
     else:  # a worker skips a step once *it* has seen the witnesses of its class's maybe
         assert 0 < skipped < plain // 2, (skipped, plain)
     assert multiprocessing.active_children() == []
+
+
+def test_a_successor_no_worker_can_send_fails_the_search_instead_of_hanging():
+    """A state that cannot be pickled (here: one holding an int of a local class) reached by
+    one worker and owned by another: the sending worker fails and the search raises, naming the
+    worker.  The send used to be pickled in the queue's feeder thread, which only printed the error
+    and dropped the message, and every worker then waited for it for ever."""
+    import sys
+    import threading
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from toy_counter import CounterConfig, CounterModel
+
+    class Opaque(int):  # a local class (an int to the fingerprint): its objects cannot be pickled
+        pass
+
+    class Unsendable(CounterModel):
+        def step(self, s, a):  # every successor's counter is an Opaque: some are the other worker's
+            return [(o, (t[0], t[1], Opaque(t[2]))) for o, t in super().step(s, a)]
+
+        def properties(self):
+            return []
+
+    m = Unsendable(CounterConfig(clients=3))
+    out: dict = {}
+
+    def run() -> None:
+        try:
+            out["ex"] = explore(m, workers=2, liveness=False)
+        except BaseException as e:  # noqa: BLE001 - the verdict below
+            out["error"] = e
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    t.join(120)  # a safety net (the search ends in well under a second), never the verdict
+    assert not t.is_alive(), "the search still waits for a message that was never sent"
+    assert isinstance(out.get("error"), RuntimeError), out
+    assert "explorer worker" in str(out["error"]) and "pickle" in str(out["error"]).lower(), out["error"]
+    assert multiprocessing.active_children() == []
