@@ -641,6 +641,11 @@ def _rule_properties(m, reg, rejected, can_see, holders):
         b = c * CF
         return s[b + F_SUSP] == 0 and s[b + F_CREDIT] > 0
 
+    def untouched(s):
+        """Nothing has changed a consumer's reasons yet: no entry arrived (so none was taken with credit)
+        and the environment has not acted (no credit, suspension or resumption)."""
+        return cfg.env_budget >= 0 and s[BUD] == cfg.env_budget and all(status(s, j) == UNARRIVED for j in range(M))
+
     props = []
 
     # -- the environment's budget (spec/consumer-lists.md "Configurations": env_budget bounds the client's
@@ -794,6 +799,10 @@ def _rule_properties(m, reg, rejected, can_see, holders):
     def told_have_work(s, a, o, t):
         if a[0] not in NOTIFYING or not isinstance(o, tuple):
             return True
+        if len(set(o)) != len(o):
+            return False  # one notifyWork per consumer and step
+        if a[0] in HANDOVERS and sum(1 for c in o if acq[c]) > 1:
+            return False  # notifyOtherConsumers notifies one consumer
         for c in o:
             if not acq[c]:
                 continue
@@ -805,11 +814,88 @@ def _rule_properties(m, reg, rejected, can_see, holders):
 
     props.append(always_step(
         "notified-only-with-work",
-        "an acquiring consumer is notified only while it has an available entry it may take, and a new or "
-        "returned entry's notifyConsumers never notifies a consumer that rejected it",
+        "an acquiring consumer is notified only while it has an available entry it may take, a new or returned "
+        "entry's notifyConsumers never notifies a consumer that rejected it, no step notifies a consumer twice, and "
+        "a hand-over (a pull that found nothing, a removal, a delete) notifies at most one acquirer",
         told_have_work,
         witness=lambda s, a, o, t: a[0] in HANDOVERS and isinstance(o, tuple) and any(acq[c] for c in o),
     ))
+
+    # -- a consumer that becomes interested, and one that stops (seed 000 "Interfaces": notifyWork when a
+    #    "Consumer becomes Interested" and when "a high priority consumer becomes uninterested and thus allows
+    #    a low priority consumer to consume messages"; REFERENCE.md section 1: "unless a NOTIFIED consumer of
+    #    higher priority exists")
+    def became_interested(s, a, t):
+        c = a[1]
+        if a[0] == "add_consumer":
+            return t[c * CF] != NOT_INTERESTED
+        return a[0] == "set_notify_work_desired" and a[2] and s[c * CF] == NOT_INTERESTED and t[c * CF] != NOT_INTERESTED
+
+    def interest_changes_notify(s, a, o, t):
+        if a[0] not in ("add_consumer", "set_notify_work_desired") or not isinstance(o, tuple):
+            return True
+        c = a[1]
+        if became_interested(s, a, t):
+            if not acq[c]:
+                return c in o  # a browser that wants work is always told
+            j = first_entry(t, c)
+            return (c in o) == (j is not None and not held_back(t, c, j))
+        if a[0] == "set_notify_work_desired" and not a[2] and s[c * CF] != t[c * CF]:
+            told = [x for x in o if acq[x]]
+            if len(told) > 1:
+                return False
+            others = [x for x in range(n) if acq[x] and t[x * CF] == NOTIFIED and x not in told]
+            highest = max((prio[x] for x in others), default=None)
+            if told:
+                return highest is None or prio[told[0]] >= highest
+            return not any(acq[x] and x != c and notifiable(t, x) and (highest is None or prio[x] >= highest)
+                           for x in range(n))
+        return True
+
+    props.append(always_step(
+        "interest-changes-notify",
+        "a consumer that becomes interested (added wanting work, or setNotifyWorkDesired(true)) is notified exactly "
+        "when it could take an entry (a browser always); one that stops wanting work hands a wake-up to one "
+        "Interested acquirer that could take an entry, not below the highest Notified one's priority, when there is one",
+        interest_changes_notify,
+        witness=lambda s, a, o, t: a[0] == "set_notify_work_desired" and not a[2] and s[a[1] * CF] != t[a[1] * CF]
+        and isinstance(o, tuple) and any(acq[x] for x in o),
+        actions=("add_consumer", "set_notify_work_desired"),
+    ))
+
+    # -- a new or returned entry (seed 000 "The Interested list": "When a message becomes available, the
+    #    Queue will notify Consumers from this list"; REFERENCE.md section 1: walk Interested in priority
+    #    order, skipping consumers not interested in the entry, stop at the first one notified or at a
+    #    higher-priority consumer that could take the entry)
+    def arrival_wakes_someone(s, a, o, t):
+        if a[0] != "notify_consumers" or status(s, a[1]) != AVAILABLE:
+            return True
+        j = a[1]
+        if any(acq[c] for c in o):
+            return True
+        return not any(acq[c] and not rejected(t, c, j) and notifiable(t, c) for c in range(n))
+
+    props.append(always_step(
+        "arrival-wakes-an-acquirer-who-can",
+        "notifyConsumers for an available entry notifies an Interested acquirer when one that is interested in "
+        "the entry could take an entry",
+        arrival_wakes_someone,
+        witness=lambda s, a, o, t: a[0] == "notify_consumers" and any(acq[c] for c in o)
+        and any(acq[c] and t[c * CF] == INTERESTED for c in range(n)),
+        actions=("notify_consumers",),
+    ))
+    if not all(acq):
+        def browser_told_at_once(s):
+            return untouched(s) and any(not acq[c] and s[c * CF + F_PC] == FIND for c in range(n))
+
+        # AbstractQueue.addConsumer -> notifyConsumer: a non-acquiring consumer is always told (setNotified
+        # returns true), so a browser added wanting work looks at once, before anything happened
+        props.append(sometimes(
+            "added-browser-is-told",
+            "a browser added wanting work is notified at once: it looks before any entry arrived or the "
+            "environment acted",
+            browser_told_at_once,
+        ))
 
     # -- a pull that found nothing (seed 000 "Interfaces": "a notified consumer did not do the work we
     #    expected it to do: we need to notify someone else"; upstream deliverSingleMessage ->
@@ -885,11 +971,6 @@ def _rule_properties(m, reg, rejected, can_see, holders):
             return bool(wanted) == desire(s, c) and bool(wanted) != bool(s[b + F_FLAG]) and t[b + F_PC] == DES
         return True
 
-    def untouched(s):
-        """Nothing has changed a consumer's reasons yet: no entry arrived (so none was taken with credit)
-        and the environment has not acted (no credit, suspension or resumption)."""
-        return cfg.env_budget >= 0 and s[BUD] == cfg.env_budget and all(status(s, j) == UNARRIVED for j in range(M))
-
     def between_pulls(s, a, o, t):
         if a[0] not in ("target_flag", "set_notify_work_desired") or s[a[1] * CF + F_PC] == DES:
             return False
@@ -944,33 +1025,109 @@ def _rule_properties(m, reg, rejected, can_see, holders):
         actions=("acquire",),
     ))
 
+    if m.DP is not None:
+        DP = m.DP
+
+        def delete_ok(s, a, o, t):
+            if a[0] not in ("delete_entry", "delayed_acquisition"):
+                return True
+            j = a[1]
+            x, waiting = status(s, j), (s[DP] >> j) & 1
+            takeable = x == AVAILABLE or (x >= ACQ and sent_by(s, x - ACQ, j))
+            if a[0] == "delayed_acquisition":
+                return bool(waiting) and takeable and status(t, j) == DELETED and not (t[DP] >> j) & 1
+            if waiting or x in (UNARRIVED, DELETED):
+                return False  # one delete at a time, of an entry on the queue
+            if takeable:
+                return status(t, j) == DELETED and not (t[DP] >> j) & 1
+            return status(t, j) == x and bool((t[DP] >> j) & 1)
+
+        def delayed_steal_from_a_higher(s, a, o, t):
+            if a[0] != "delayed_acquisition" or status(s, a[1]) < ACQ:
+                return False
+            h = status(s, a[1]) - ACQ
+            return levels_of_acquirers < 2 or any(acq[d] and prio[d] < prio[h] and reg(s, d) for d in range(n))
+
+        # AbstractQueue.deleteEntry -> QueueEntryImpl.acquireOrSteal: an available entry or a sent acquisition
+        # (AbstractConsumerTarget.send -> makeAcquisitionStealable) is taken at once; a held entry or an unsent
+        # acquisition gets a DelayedAcquisitionStateListener, which completes the delete on its next state change
+        props.append(always_step(
+            "delete-takes-or-waits",
+            "a delete (of an entry on the queue, one at a time) takes an available entry or a sent acquisition at "
+            "once, else waits for the entry; a waiting delete completes only on an entry it can take, and deletes it",
+            delete_ok,
+            witness=delayed_steal_from_a_higher,
+            actions=("delete_entry", "delayed_acquisition"),
+        ))
     if m.GRS is not None:
         GOWN, GRS, G, grp = m.GOWN, m.GRS, m.G, m.grp
 
-        def freed_with_waiting(s, t):
-            return any(s[GOWN + g] != t[GOWN + g] and t[GOWN + g] == 0 and s[GOWN + g] != 0 and any(
-                grp[j] == g and status(t, j) == AVAILABLE for j in range(M)) for g in range(G))
+        def given_up_with_waiting(s, t):
+            """A message group had a registered consumer before the step and has none after (its consumer
+            gave it up, or was removed), with an entry of it available."""
+            for g in range(G):
+                was = s[GOWN + g] - 1
+                if was < 0 or not reg(s, was):
+                    continue
+                now = t[GOWN + g] - 1
+                if (now < 0 or not reg(t, now)) and any(grp[j] == g and status(t, j) == AVAILABLE for j in range(M)):
+                    return True
+            return False
 
-        def reset_ok(s, a, o, t):
+        def reset_owed(s, a, o, t):
             if a[0] == "reset_sub_pointers_for_groups":
-                if not s[GRS] or t[GRS]:
-                    return False
-                want = {c for c in range(n) if acq[c] and reg(s, c) and notifiable(s, c)}
-                return set(o) == want
+                return bool(s[GRS]) and not t[GRS]
             if s[GRS] != t[GRS]:
-                return bool(t[GRS]) and freed_with_waiting(s, t)
+                return bool(t[GRS]) and given_up_with_waiting(s, t)
             return True
+
+        def reset_notifies(s, a, o, t):
+            if a[0] != "reset_sub_pointers_for_groups":
+                return True
+            return set(o) == {c for c in range(n) if acq[c] and reg(s, c) and notifiable(s, c)}
 
         # AbstractQueue.resetSubPointersForGroups: owed when a group is given up (DefinedGroupMessageGroupManager
         # Group.subtract, AssignedConsumerMessageGroupManager.clearAssignments on unregisterConsumer) while an
         # entry of it is available; it moves every consumer's pointer back and notifies each (notifyConsumer)
         props.append(always_step(
+            "group-reset-owed-when-a-group-is-given-up",
+            "a group pointer reset is owed only by a step that gave up a message group (or removed its consumer) "
+            "with an entry of it available, and is paid only by the reset",
+            reset_owed,
+            witness=lambda s, a, o, t: a[0] == "remove_consumer" and s[GRS] != t[GRS],
+        ))
+        props.append(always_step(
             "group-reset-notifies-the-waiting",
-            "a group pointer reset is owed only by a step that gave up a message group with an entry of it "
-            "available, is paid only by the reset, and the reset notifies exactly the Interested acquirers "
-            "that could take an entry",
-            reset_ok,
+            "a group pointer reset notifies exactly the Interested acquirers that could take an entry",
+            reset_notifies,
             witness=lambda s, a, o, t: a[0] == "reset_sub_pointers_for_groups" and bool(o),
+            actions=("reset_sub_pointers_for_groups",),
+        ))
+
+        def owners_follow_holders(s, a, o, t):
+            for j in range(M):
+                g = grp[j]
+                if g < 0:
+                    continue
+                k = MB + 2 * j
+                if s[k] == t[k] and s[GOWN + g] == t[GOWN + g]:
+                    continue
+                if status(t, j) >= ACQ and t[GOWN + g] != status(t, j) - ACQ + 1:
+                    return False
+            if a[0] == "acquire" and o is not True:
+                return all(s[GOWN + g] == t[GOWN + g] for g in range(G))
+            return True
+
+        # MessageGroupManager.acceptMessage (assignMessage, then the entry's acquire) and the group listeners
+        # (DefinedGroupMessageGroupManager.GroupStateChangeListener): the consumer holding an entry of a group is
+        # that group's consumer; a failed acquire gives no group and takes none away (upstream assignMessage
+        # keeps a group it created for an acquire that then failed: configuration upstream-group-acquire)
+        props.append(always_step(
+            "group-follows-its-holder",
+            "whoever holds an entry of a message group is that group's consumer after every step, and a failed "
+            "acquire neither gives a group nor takes one away",
+            owners_follow_holders,
+            witness=lambda s, a, o, t: a[0] == "acquire" and o is True and grp[a[2]] >= 0,
         ))
     if grouped and cfg.group_policy is GroupPolicy.ASSIGNED:
         GOWN, grp = m.GOWN, m.grp
