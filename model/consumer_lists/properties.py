@@ -706,6 +706,8 @@ def _rule_properties(m, reg, rejected, can_see, holders):
                     return False
                 if status(t, j) == AVAILABLE and not t[k + 1]:
                     return False  # became available: notifyConsumers is owed for it
+                if status(t, j) != AVAILABLE and s[k + 1] != t[k + 1] and t[k + 1]:
+                    return False  # a notification is owed only for an entry that became available
             elif s[k + 1] != t[k + 1] and t[k + 1]:
                 return False  # a notification is owed only for an entry that became available
             if s[k + 1] != t[k + 1] and not t[k + 1] and a != ("notify_consumers", j):
@@ -880,8 +882,7 @@ def _rule_properties(m, reg, rejected, can_see, holders):
         "notifyConsumers for an available entry notifies an Interested acquirer when one that is interested in "
         "the entry could take an entry",
         arrival_wakes_someone,
-        witness=lambda s, a, o, t: a[0] == "notify_consumers" and any(acq[c] for c in o)
-        and any(acq[c] and t[c * CF] == INTERESTED for c in range(n)),
+        witness=lambda s, a, o, t: a[0] == "notify_consumers" and any(acq[c] for c in o),
         actions=("notify_consumers",),
     ))
     if not all(acq):
@@ -905,7 +906,7 @@ def _rule_properties(m, reg, rejected, can_see, holders):
             return True
         c = a[1]
         if not acq[c]:
-            return True
+            return not any(acq[d] for d in o)  # a browser takes nothing away from anyone: nothing to hand over
         if cfg.unnotify_first and s[c * CF] != t[c * CF]:
             return False  # the consumer's own un-notify came before the look
         told = [d for d in o if acq[d]]
@@ -923,6 +924,51 @@ def _rule_properties(m, reg, rejected, can_see, holders):
         witness=lambda s, a, o, t: a[0] == "no_message" and any(acq[d] for d in o),
         actions=("no_message",),
     ))
+
+    # -- a removal hands the removed consumer's wake-up over (seed 000 "Interfaces": "a notified consumer
+    #    did not do the work we expected it to do: we need to notify someone else"; the reference does it
+    #    whatever the removed consumer's state (spec/deviations.md DEV-017), the rule before issue 16 only for
+    #    a Notified one (handover-only-if-notified), upstream AbstractQueue.removeConsumer never (upstream-remove))
+    def removal_hands_over(s, a, o, t):
+        if a[0] != "remove_consumer":
+            return True
+        c = a[1]
+        told = [d for d in o if acq[d]]
+        owed = cfg.remove_hands_over and (s[c * CF] == NOTIFIED or not cfg.handover_only_if_notified)
+        if not owed:
+            return not told
+        return bool(told) or not any(d != c and acq[d] and notifiable(t, d) for d in range(n))
+
+    props.append(always_step(
+        "removal-hands-over",
+        "removing a consumer notifies one other Interested acquirer that could take an entry, when there is one "
+        "(reference: whatever the removed consumer's state; handover-only-if-notified: only for a Notified one; "
+        "upstream-remove: never), and nobody where no hand-over is owed",
+        removal_hands_over,
+        witness=lambda s, a, o, t: a[0] == "remove_consumer" and any(status(t, j) == AVAILABLE for j in range(M)),
+        actions=("remove_consumer",),
+    ))
+
+    # -- a pull the suspended target refuses (AbstractConsumerTarget: deliverSingleMessage returns null
+    #    without a look) ends the IO thread's scheduled work
+    props.append(always_step(
+        "suspended-pull-ends-the-wake-up",
+        "a pull that a suspended target refuses leaves its IO thread idle and no longer scheduled",
+        lambda s, a, o, t: a[0] != "deliver_single_message" or o != "suspended" or (
+            t[a[1] * CF + F_PC] == IDLE and not t[a[1] * CF + F_WAKE]),
+        witness=lambda s, a, o, t: a[0] == "deliver_single_message" and o == "suspended",
+        actions=("deliver_single_message",),
+    ))
+    if cfg.held:
+        # seeds 000/002 "Threading Model": the housekeeping thread makes a held message available
+        props.append(always_step(
+            "held-entry-becomes-available",
+            "the housekeeping thread un-holds a held entry: it becomes available and owes its notifyConsumers",
+            lambda s, a, o, t: a[0] != "unhold" or (status(s, a[1]) == HELD and status(t, a[1]) == AVAILABLE
+                                                    and bool(t[MB + 2 * a[1] + 1])),
+            witness=lambda s, a, o, t: a[0] == "unhold",
+            actions=("unhold",),
+        ))
 
     # -- the stutter step (spec/consumer-lists.md "Fairness": idle is offered exactly where no fair step is)
     def nothing_owed(s):
@@ -1011,8 +1057,8 @@ def _rule_properties(m, reg, rejected, can_see, holders):
         b = c * CF
         if o is not True and t[b + F_PC] != NONE:
             return False  # a failed acquire ends the attempt
-        if acq[c] and not grouped and status(s, j) == AVAILABLE:
-            return o is True  # the entry's CAS alone decides, whoever the consumer is now
+        if acq[c] and not grouped and (status(s, j) == AVAILABLE or (not cfg.acquire_cas and status(s, j) >= ACQ)):
+            return o is True  # the entry's CAS alone decides (acquire-no-cas: none), whoever the consumer is now
         return True
 
     props.append(always_step(
