@@ -1175,6 +1175,17 @@ def _rule_properties(m, reg, rejected, can_see, holders):
             owners_follow_holders,
             witness=lambda s, a, o, t: a[0] == "acquire" and o is True and grp[a[2]] >= 0,
         ))
+    if grouped and cfg.group_policy is GroupPolicy.SHARED and not cfg.group_assign_with_acquire:
+        GOWN = m.GOWN
+
+        # upstream DefinedGroupMessageGroupManager: assignMessage keeps a group created for an acquire that then
+        # failed, and its clearAssignments does nothing (shared groups are given up only by their listener), so
+        # the group outlives its closed consumer (configuration upstream-group-acquire)
+        props.append(sometimes(
+            "stale-shared-group-outlives-its-consumer",
+            "a shared group kept for a failed acquire still names its consumer after that consumer was removed",
+            lambda s: any(s[GOWN + g] and s[(s[GOWN + g] - 1) * CF] == REMOVED for g in range(m.G)),
+        ))
     if grouped and cfg.group_policy is GroupPolicy.ASSIGNED:
         GOWN, grp = m.GOWN, m.grp
 
