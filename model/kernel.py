@@ -186,6 +186,17 @@ class ModelError(ValueError):
     """A model or configuration was used wrongly (bad config field, unknown action...)."""
 
 
+class StepContractError(ModelError):
+    """The model broke the kernel's contract that a step is empty when its action is not enabled
+    (``step(s, a)`` acts for an ``a`` that ``actions(s)`` does not list).  Engines that run ``step``
+    for every action (the packed view) then see a move ``successors(s)`` does not have, and a path
+    through it cannot be rebuilt.  Named, so that a model mutation which breaks it is reported as
+    caught by this contract (model/engines/model_mutation.py), not as a failure of the engine."""
+
+    #: the contract's name, as a claim's name is reported
+    CONTRACT = "step-only-when-enabled"
+
+
 class ConfigError(ModelError):
     """A configuration that a model refuses: every problem names its field.
 

@@ -27,7 +27,8 @@ def mutate_model(
     one, drop, duplicate or swap an update), search each mutant on the suite configurations and classify it:
     killed (a named property violated or a witness lost), count-only (the reachable graph changed, every claim
     still holds: a specification hole), argued (count-only, with a written argument in spec/MODEL.md), equivalent
-    (the same reachable graph) or crashed.  Exit 1 when a count-only mutant has no argument."""
+    (the same reachable graph) or crashed.  Exit 1 when a count-only mutant has no argument; 3 when
+    the engine itself failed on a mutant (reported as crashed, "internal")."""
 
     def body() -> int:
         from conq.model.engines.model_mutation import VERDICTS
@@ -78,7 +79,9 @@ def mutate_model(
                               + ", ".join(j["unused_arguments"]), markup=False)
             kit.out.print(rep.summary(), markup=False)
             assert set(VERDICTS) >= {r["verdict"] for r in rep.results}
-        if rep.count("count-only") or any(r.get("internal") for r in rep.results):
+        if any(r.get("internal") for r in rep.results):  # the engine failed: its own code, not a verdict
+            return kit.EXIT_INTERNAL
+        if rep.count("count-only"):
             return kit.EXIT_VIOLATION
         return kit.EXIT_INCOMPLETE if rep.count("timeout") else kit.EXIT_OK
 

@@ -50,14 +50,14 @@ def _same(x: Any, *_protocol: Any) -> Any:
 def replay_positions(model: Model, init_pos: int, positions: list[int], symmetry: bool, goal=None) -> Path:
     """The concrete path from the ``init_pos``-th initial state along the recorded successor
     positions (with symmetry: positions in the successor lists of class representatives)."""
-    from conq.model.engines.results import _concretise
+    from conq.model.engines.results import _concretise, _successor
 
     init = model.init_states()[init_pos]
     if not symmetry:
         steps = []
         state = init
         for k in positions:
-            a, o, t = model.successors(state)[k]
+            a, o, t = _successor(model, state, k)
             steps.append((a, o, t))
             state = t
         return Path(init, tuple(steps))

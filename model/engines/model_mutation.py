@@ -22,7 +22,10 @@ explores it on the suite configurations and classifies it:
   never runs changes nothing);
 * **crashed**: the mutant raises.  It is searched again with the raising states as dead ends; if a
   claim is then violated (the claim names the precondition the crash needed) it is killed by it,
-  else it stays crashed.
+  else it stays crashed.  A mutant whose ``step`` acts for an action its ``actions`` does not list
+  breaks the kernel's contract ``step-only-when-enabled`` (kernel.StepContractError: the packed view
+  runs ``step`` for every action and finds a move ``successors`` lacks); where a path through such
+  a move is rebuilt, it is reported killed by that contract (how: "broken contract").
 
 Budgets are counts: a mutant's search of a configuration stops at a state bound (four times the
 model's states there, at least 10,000 more).  The seconds caps are safety nets only (60 times the
@@ -51,7 +54,7 @@ from conq.model.engines.explorer import explore
 from conq.model.engines.graph_diff import FINGERPRINTS, GraphPrint, graph_diff, graph_print
 from conq.model.engines.isolated import IsolatedPackage, package_of
 from conq.model.engines.mutate_ast import Mutant, enumerate_mutants, mutated_tree, package_sources
-from conq.model.kernel import Model, config_from_overrides
+from conq.model.kernel import Model, StepContractError, config_from_overrides
 
 VERDICTS = ("killed", "count-only", "argued", "equivalent", "crashed", "timeout")
 
@@ -332,6 +335,8 @@ class _Context:
                     ex = explore(m, max_states=budget, max_seconds=safety, liveness=cfg.liveness, keep_edges=True)
                     if not getattr(ex, "packed_fallback", "") and m.packed() is not None:
                         view = "packed"
+                except StepContractError as e:
+                    return _contract_broken(out, cfg, e)
                 except Exception as e:  # the mutant raises: search again with the raising states as dead ends
                     ex, crash_here = _guarded(cls, cfg, e, budget, safety, self.directory)
                     crash = crash or dict(crash_here, config=cfg.label)
@@ -358,7 +363,10 @@ class _Context:
                 else:
                     same, base_print, mp = False, None, None
                 if not same and changed is None:
-                    diff = graph_diff(base_ex, ex, names=("model", "mutant"), prints=(base_print, mp))
+                    try:
+                        diff = graph_diff(base_ex, ex, names=("model", "mutant"), prints=(base_print, mp))
+                    except StepContractError as e:  # a path to a state only the mutant has
+                        return _contract_broken(out, cfg, e)
                     changed = {"config": cfg.label, **{k: diff[k] for k in ("states", "transitions")},
                                "only_mutant": diff.get("only_mutant"), "only_model": diff.get("only_model"),
                                "witnesses": diff["witnesses"]}
@@ -377,6 +385,15 @@ class _Context:
             return out
         finally:
             pkg.close()
+
+
+def _contract_broken(out: dict[str, Any], cfg: SuiteConfig, e: StepContractError) -> dict[str, Any]:
+    """The mutant's step acts for an action its ``actions`` does not list: killed by the kernel's
+    contract (a named precondition, as the issue asks of a crash), found where a path through such a
+    step was rebuilt."""
+    out.update(verdict="killed", config=cfg.label, property=StepContractError.CONTRACT, how="broken contract",
+               length=None, properties=[StepContractError.CONTRACT], detail=str(e).split("; state ")[0][:400])
+    return out
 
 
 def _error(e: BaseException, directory: Path) -> str:

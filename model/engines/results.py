@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from conq.model.engines.changes import explain, jsonable
-from conq.model.kernel import CheckedAction, Kind, Model, Path, Property
+from conq.model.kernel import CheckedAction, Kind, Model, Path, Property, StepContractError
 
 
 @dataclass
@@ -400,7 +400,7 @@ def _path_of_chain(model: Model, states: list, chain: list[int], via, symmetry: 
         state = init
         ks = [via[c] for c in chain[1:]] + ([last] if last is not None else [])
         for k in ks:
-            a, o, t = model.successors(state)[k]
+            a, o, t = _successor(model, state, k)
             steps.append((a, o, t))
             state = t
         return Path(init, tuple(steps))
@@ -416,6 +416,20 @@ def _path_of_chain(model: Model, states: list, chain: list[int], via, symmetry: 
         labs.append((a, o))
         targets.append(model.canonical(t))
     return _concretise(model, init, labs, model.canonical, targets, goal)
+
+
+def _successor(model: Model, state: Any, k: int) -> tuple:
+    """The ``k``-th successor of ``state``, as the search numbered it.  A search that ran ``step``
+    for every action (the packed view) numbers more successors than ``successors`` gives only when
+    the model's step acts for an action ``actions`` does not list: the kernel's contract broken."""
+    succ = model.successors(state)
+    if k >= len(succ):
+        raise StepContractError(
+            f"{type(model).__name__}: the search took successor {k} of a state where successors() gives "
+            f"{len(succ)}: the model's step() acts for an action its actions() does not list there "
+            f"(the kernel's contract {StepContractError.CONTRACT}: a step is empty when its action is "
+            f"not enabled); state {state!r}"[:2000])
+    return succ[k]
 
 
 def _concretise(model: Model, init: Any, labels: list[tuple], canon, canon_states: list[Any], goal=None) -> Path:

@@ -185,3 +185,27 @@ def test_a_successor_no_worker_can_send_fails_the_search_instead_of_hanging():
     assert isinstance(out.get("error"), RuntimeError), out
     assert "explorer worker" in str(out["error"]) and "pickle" in str(out["error"]).lower(), out["error"]
     assert multiprocessing.active_children() == []
+
+
+def test_a_path_through_a_step_successors_lacks_names_the_kernel_contract():
+    """A search that ran step() for every action (the packed view) can number a successor that
+    successors() lacks only when the model's step acts for an action actions() does not list: the
+    path rebuild says so by the contract's name (a mutation engine reports the mutant killed by it)."""
+    import sys
+    from pathlib import Path
+
+    from conq.model.engines.fpsearch import replay_positions
+    from conq.model.engines.results import _successor
+    from conq.model.kernel import ModelError, StepContractError
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from toy_counter import CounterConfig, CounterModel
+
+    m = CounterModel(CounterConfig(clients=2))
+    init = m.init_states()[0]
+    assert _successor(m, init, 1) == m.successors(init)[1]
+    with pytest.raises(StepContractError, match="step-only-when-enabled") as err:
+        _successor(m, init, len(m.successors(init)))
+    assert isinstance(err.value, ModelError)
+    with pytest.raises(StepContractError):
+        replay_positions(m, 0, [0, 5], symmetry=False)
