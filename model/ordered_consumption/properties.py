@@ -1,3 +1,4 @@
+# One file: the model's claims as one list, in the order of spec/ordered-consumption.md's property table, built by one function whose readers of the state layout every claim shares (each role's claims a section of it).
 """Properties of the ordered-consumption model (split from ordered_consumption.py
 to keep each file readable).  Every claim names the roles it speaks about; a
 property is listed only when one of its roles is enabled, so no witness is
