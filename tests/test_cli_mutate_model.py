@@ -43,3 +43,21 @@ def test_bad_input_exits_2_before_any_search():
         res = runner.invoke(app, args + ["--json"])
         assert res.exit_code == 2, (args, res.output)
         assert needle in json.loads(res.stdout)["error"]["message"], res.stdout
+
+
+def test_an_engine_failure_on_a_mutant_exits_3_not_1(monkeypatch):
+    """A mutant the engine itself failed on (a worker's report marked "internal") is no verdict about
+    the model: the command exits 3, the internal-error code, and the document says not ok; exit 1
+    stays the verdict "a count-only mutant has no argument"."""
+    from conq.model.engines import model_mutation
+
+    def engine_fails(self, mi, run):
+        return {"verdict": "crashed", "internal": True, "configs_run": 1,
+                "error": "engine: IndexError: list index out of range"}
+
+    monkeypatch.setattr(model_mutation._Context, "check", engine_fails)
+    [mid] = _ids(".on_producer_status_change", "drop `not c.enabled` from `not up or not c.enabled`")
+    res = runner.invoke(app, ["mutate-model", "recovery-deferral", "-c", "legacy", "-m", mid, "--workers", "0", "--json"])
+    assert res.exit_code == 3, res.output
+    doc = json.loads(res.stdout)
+    assert doc["ok"] is False and doc["count_only"] == 0 and doc["results"][0]["internal"] is True
