@@ -380,10 +380,10 @@ class StepChecks:
         self._by_action: dict[str, list] = {}
         #: per step ``(label class, repr(action), repr(observation), keep, set)``: the fields its
         #: checks and witnesses were seen to read, its memo (``state & reads`` -> the label's
-        #: class, None for the plain action) and the checks that apply to it (:meth:`label_at`)
+        #: class, None for the plain action) and the checks that apply to it (:meth:`label_class_at`)
         self._reads: dict[tuple, list] = {}
         self.kept = 0  # entries in all the steps' memos
-        self.evaluations = 0  # label evaluations :meth:`label_at` ran (a memo hit costs none)
+        self.evaluations = 0  # label evaluations :meth:`label_class_at` ran (a memo hit costs none)
 
     def label(self, p: tuple, a: tuple, o: Any, t: tuple) -> tuple:
         name = a[0]
@@ -409,9 +409,11 @@ class StepChecks:
                 maybe.append(q.name)
         return CheckedAction.subclass(frozenset(maybe))(a)
 
-    def label_at(self, codec: Codec, x: int, known: int, a: tuple, o: Any, keep: int, put: int, step: tuple) -> tuple:
-        """:meth:`label` of the step ``(keep, put)`` of action ``a`` and observation ``o`` from packed
-        state ``x``, on the transition poisoned outside the fields ``known`` (``step``: the step's
+    def label_class_at(self, codec: Codec, x: int, known: int, a: tuple, o: Any, keep: int, put: int,
+                       step: tuple) -> Any:
+        """The class of :meth:`label`'s label (None: ``a`` itself, not checked; else the
+        :class:`CheckedAction` class, so a recording keeps one step object per class) for the step
+        ``(keep, put)`` of action ``a`` and observation ``o`` from packed state ``x``, on the transition poisoned outside the fields ``known`` (``step``: the step's
         identity, ``(class, repr(a), repr(o), keep, put)``): the same label, remembered per step by
         the fields its checks and witnesses read.
 
@@ -427,14 +429,6 @@ class StepChecks:
         ``grow``, else plain; a witness's: may fire), and such a verdict is not kept (it holds only
         while that field is unknown); any other exception decides on the transition poisoned
         outside ``known``, by :meth:`label`, as a recording did before."""
-        cls = self.label_class_at(codec, x, known, a, o, keep, put, step)
-        return a if cls is None else cls(a)
-
-    def label_class_at(self, codec: Codec, x: int, known: int, a: tuple, o: Any, keep: int, put: int,
-                       step: tuple) -> Any:
-        """:meth:`label_at`'s class: None for ``a`` itself (the label not checked), else the
-        :class:`CheckedAction` class (a recording keeps one step object per class, so most labels
-        need no new object)."""
         mine = self._reads.get(step)
         if mine is None:
             name = a[0]
@@ -556,7 +550,7 @@ class Section:
         """Record the section on packed state ``x``.
 
         In two parts: the model's own code (:meth:`_outcome`, its steps before they are labelled)
-        and the step checks' labels (:meth:`StepChecks.label_at`).  The checks read fields the
+        and the step checks' labels (:meth:`StepChecks.label_class_at`).  The checks read fields the
         model's code does not (measured on the consumer-lists reference: a footprint of 12,732
         entries where the model's code alone reads 5,237), and a footprint is keyed by both; so the
         outcome of the model's code is remembered by the fields *it* read (``outcomes``, keyed by
