@@ -376,7 +376,11 @@ def prove(
     prop: Optional[str] = typer.Option(None, "--property", "-p", help="Only this property."),
     bmc_variants: bool = typer.Option(True, "--bmc/--no-bmc", help="Also run BMC on the manifest's expected violations."),
     slow: bool = typer.Option(False, "--slow", help="BMC also on manifest entries marked slow."),
-    timeout: float = typer.Option(20.0, "--timeout", min=0.1, help="Seconds z3 may spend on one query."),
+    budget: int = typer.Option(100_000_000, "--budget", min=1,
+                               help="z3's deterministic work budget (rlimit) per attempt at one induction query; an "
+                                    "attempt that runs out is retried with the next of 8 solver seeds."),
+    timeout: float = typer.Option(600.0, "--timeout", min=0.1,
+                                  help="Safety net in seconds per z3 query (the verdict comes from --budget)."),
     json_out: bool = kit.JsonOpt,
 ) -> None:
     """Prove every `always` property inductive for unbounded sizes (z3); BMC on the upstream variants."""
@@ -403,7 +407,7 @@ def prove(
                 raise kit.UsageProblem(str(e)) from None
             enc = symbolic.encoding_for(m)
             try:
-                results = symbolic.prove_all(enc, m, only=prop, timeout_ms=int(timeout * 1000))
+                results = symbolic.prove_all(enc, m, only=prop, timeout_ms=int(timeout * 1000), rlimit=budget)
             except KeyError as e:
                 raise kit.UsageProblem(str(e.args[0])) from None
             for r in results:

@@ -210,14 +210,60 @@ class ProofResult:
         }
 
 
-def _solver(timeout_ms: int) -> z3.Solver:
+#: z3's deterministic work budget for one attempt at one query (its "rlimit count", not seconds),
+#: so that a verdict never depends on the clock or the machine's load.  Every proof of the three
+#: models needs under 2.5e7 (measured over prove_all of each); the wall-clock timeout stays a
+#: safety net only.
+DEFAULT_RLIMIT = 100_000_000
+
+#: Solver seeds tried in turn when an attempt exhausts its budget.  z3's search is sensitive to
+#: the order terms were created in (their ids), that is to whatever else ran in the process
+#: before: the consumer-lists CTI for group ownership is found in 0.1 s in one process and not in
+#: 600 s in another (the clean-clone CI run of 2026-12-05).  One seed in three misses it at 6e7;
+#: eight seeds make a lost verdict unlikely, and every attempt is bounded by the budget.
+DEFAULT_SEEDS: tuple[int, ...] = tuple(range(8))
+
+
+def _solver(timeout_ms: int, rlimit: int | None = None, seed: int | None = None) -> z3.Solver:
     s = z3.Solver()
     s.set("timeout", timeout_ms)
+    if rlimit is not None:
+        s.set("rlimit", rlimit)
+    if seed is not None:
+        s.set("random_seed", seed)
     return s
 
 
-def prove(enc: Encoding, prop: str, *, timeout_ms: int = 20_000) -> ProofResult:
-    """Prove ``prop`` inductive (with its declared strengthening) for every size."""
+def _decide(
+    build: Callable[[z3.Solver], None], *, timeout_ms: int, rlimit: int | None, seeds: Sequence[int]
+) -> tuple[Any, z3.Solver]:
+    """Check the query ``build`` adds to a fresh solver, seed after seed until one attempt gives
+    a definite answer (sat or unsat) within the budget; ``unknown`` only when every seed gave up."""
+    solver = None
+    for seed in seeds or (0,):
+        solver = _solver(timeout_ms, rlimit, seed)
+        build(solver)
+        r = solver.check()
+        if r != z3.unknown:
+            return r, solver
+    assert solver is not None
+    return z3.unknown, solver
+
+
+def prove(
+    enc: Encoding,
+    prop: str,
+    *,
+    timeout_ms: int = 600_000,
+    rlimit: int | None = DEFAULT_RLIMIT,
+    seeds: Sequence[int] = DEFAULT_SEEDS,
+) -> ProofResult:
+    """Prove ``prop`` inductive (with its declared strengthening) for every size.
+
+    Each query (the initial condition, then one per action) gets ``rlimit`` of z3 work per
+    attempt and is retried with the next of ``seeds`` when an attempt gives up.  A counterexample
+    to induction from any action is a definite answer, so an action z3 gave up on does not hide
+    one that a later action has: ``unknown`` only when no action has a CTI and some gave up."""
     t0 = time.perf_counter()
     invs = enc.invariants()
     if prop not in invs:
@@ -234,22 +280,18 @@ def prove(enc: Encoding, prop: str, *, timeout_ms: int = 20_000) -> ProofResult:
     def whole(s: Any) -> z3.BoolRef:
         return z3.And([f(s) for _, f in conj])
 
+    budget = {"timeout_ms": timeout_ms, "rlimit": rlimit, "seeds": seeds}
     s0 = enc.fresh("0")
-    solver = _solver(timeout_ms)
-    solver.add(enc.well_formed(s0), enc.init(s0), z3.Not(whole(s0)))
-    r = solver.check()
+    r, solver = _decide(lambda sv: sv.add(enc.well_formed(s0), enc.init(s0), z3.Not(whole(s0))), **budget)
     if r == z3.sat:
         m = solver.model()
         failing = [n for n, f in conj if z3.is_false(m.eval(f(s0), model_completion=True))]
         return ProofResult(prop, "not-inductive", time.perf_counter() - t0, names,
                            detail=f"an initial state violates {failing}", cti={"before": None, "action": "init", "after": enc.readable(m, s0), "failing": failing})
-    if r == z3.unknown:
-        return ProofResult(prop, "unknown", time.perf_counter() - t0, names, detail=f"init: {solver.reason_unknown()}")
+    gave_up = [] if r == z3.unsat else [f"init: {solver.reason_unknown()}"]
     s, t = enc.fresh("s"), enc.fresh("t")
     for a in enc.actions():
-        solver = _solver(timeout_ms)
-        solver.add(enc.well_formed(s), whole(s), enc._apply(a, s, t, ""), z3.Not(whole(t)))
-        r = solver.check()
+        r, solver = _decide(lambda sv: sv.add(enc.well_formed(s), whole(s), enc._apply(a, s, t, ""), z3.Not(whole(t))), **budget)
         if r == z3.sat:
             m = solver.model()
             failing = [n for n, f in conj if z3.is_false(m.eval(f(t), model_completion=True))]
@@ -260,11 +302,21 @@ def prove(enc: Encoding, prop: str, *, timeout_ms: int = 20_000) -> ProofResult:
                 cti={"before": enc.readable(m, s), "action": a.name, "params": params, "after": enc.readable(m, t), "failing": failing},
             )
         if r == z3.unknown:
-            return ProofResult(prop, "unknown", time.perf_counter() - t0, names, detail=f"action {a.name}: {solver.reason_unknown()}")
+            gave_up.append(f"action {a.name}: {solver.reason_unknown()}")
+    if gave_up:
+        return ProofResult(prop, "unknown", time.perf_counter() - t0, names, detail="; ".join(gave_up))
     return ProofResult(prop, "proved", time.perf_counter() - t0, names)
 
 
-def prove_all(enc: Encoding, model: Model, *, only: str | None = None, timeout_ms: int = 20_000) -> list[ProofResult]:
+def prove_all(
+    enc: Encoding,
+    model: Model,
+    *,
+    only: str | None = None,
+    timeout_ms: int = 600_000,
+    rlimit: int | None = DEFAULT_RLIMIT,
+    seeds: Sequence[int] = DEFAULT_SEEDS,
+) -> list[ProofResult]:
     """Every ``always`` property of ``model`` (or just ``only``)."""
     from conq.model.kernel import Kind
 
@@ -278,7 +330,7 @@ def prove_all(enc: Encoding, model: Model, *, only: str | None = None, timeout_m
         if p.name not in enc.invariants():
             results.append(ProofResult(p.name, "unknown", 0.0, detail="no symbolic encoding of this property"))
             continue
-        results.append(prove(enc, p.name, timeout_ms=timeout_ms))
+        results.append(prove(enc, p.name, timeout_ms=timeout_ms, rlimit=rlimit, seeds=seeds))
     if only is not None and not results:
         raise KeyError(f"{model.name}: no always property named '{only}'")
     return results

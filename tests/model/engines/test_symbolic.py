@@ -90,3 +90,34 @@ def test_cross_check_catches_drift():
     state = m.replay([("read", 0), ("read", 1), ("write", 0)]).last
     problems = symbolic.cross_check(Drifted(), m, state)
     assert problems and problems[0].startswith("('write', 1)")
+
+
+class _WithAHardAction(enc_mod.CounterEncoding):
+    """The counter with one more action first in order whose query z3 cannot settle: its guard
+    asks for a cube that is the sum of two cubes (Fermat, n = 3: none exists, but z3's nonlinear
+    integer arithmetic cannot show it), and its update would break done-means-written."""
+
+    def actions(self):
+        x, y, z = z3.Ints("hard.x hard.y hard.z")
+
+        def hard(s, t, i):
+            return z3.And(self._in(s, i), x > 0, y > 0, z > 0, x * x * x + y * y * y == z * z * z,
+                          t.pc == z3.Store(s.pc, i, enc_mod.DONE), t.tmp == s.tmp, t.counter == 0, t.n == s.n)
+
+        return [symbolic.SymAction("hard", [("i", enc_mod.I)], hard)] + super().actions()
+
+
+def test_an_action_z3_gives_up_on_does_not_hide_a_later_counterexample_to_induction():
+    # a small deterministic work budget (rlimit), never seconds: the same verdict on any machine
+    enc = _WithAHardAction()
+    enc.strengthening = {}
+    r = symbolic.prove(enc, "done-means-written", rlimit=2_000_000, seeds=(0, 1))
+    assert r.status == "not-inductive" and r.cti["action"] == "write", r.detail
+
+
+def test_unknown_names_every_action_z3_gave_up_on_after_every_seed():
+    r = symbolic.prove(_WithAHardAction(), "done-means-written", rlimit=2_000_000, seeds=(0, 1))
+    assert r.status == "unknown", r.detail
+    assert r.detail.startswith("action hard: ") and "action read" not in r.detail
+    # with the hard action gone the same budget proves it: the budget is not what failed
+    assert symbolic.prove(enc_mod.CounterEncoding(), "done-means-written", rlimit=2_000_000).status == "proved"

@@ -164,13 +164,8 @@ def _without(prop: str, aux: str, sizes: type[RecoveryDeferralEncoding], cfg: st
         enc = sizes(model(cfg).config)
         assert aux in enc.strengthening[prop], (prop, aux, cfg)  # leaves out what it says it does
         enc.strengthening = {k: [x for x in v if x != aux] for k, v in enc.strengthening.items()}
-        z3.set_param("smt.random_seed", seed)
-        z3.set_param("rlimit", RLIMIT)
-        try:
-            r = symbolic.prove(enc, prop, timeout_ms=900_000)  # the timeout is only a safety net
-        finally:
-            z3.set_param("smt.random_seed", 0)
-            z3.set_param("rlimit", 0)
+        # one seed per attempt, on a freshly built encoding (new term ids); the timeout is only a safety net
+        r = symbolic.prove(enc, prop, timeout_ms=900_000, rlimit=RLIMIT, seeds=(seed,))
         if r.status != "unknown":
             break
     return r
@@ -219,8 +214,9 @@ def test_small_sizes_still_prove_with_the_strengthening():
 @pytest.mark.parametrize(
     "aux, action",
     [
-        # the customer was told of an older recovery than the stored one: a queued resent event runs
-        ("told-is-latest", "run"),
+        # the customer was told of an older recovery than the stored one (told < rec): a queued
+        # event of the stored recovery completes (z3 picks done; run gives one too, in isolation)
+        ("told-is-latest", "done"),
         # a queued event of a recovery not yet initiated: running it breaks the claim
         ("handed-over-after-initiated", "run"),
         # a deferred up correlated with a recovery the customer was not told of: the poll delivers it
