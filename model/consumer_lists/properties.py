@@ -219,7 +219,11 @@ def properties(m):
                 continue
             if c in told and not (t[c * CF] == NOTIFIED and s[c * CF] != NOTIFIED):
                 return False
-            if s[c * CF + F_WAKE] != t[c * CF + F_WAKE] and t[c * CF + F_WAKE] and c not in told and a[0] != "credit":
+            # (``s[w] != t[w] and t[w] and ...`` ordered so that the packed view decides it from what
+            # the step writes: ``is not`` passes a field the step wrote and none it left alone, and
+            # the earlier value is read last; issue 36)
+            w = c * CF + F_WAKE
+            if s[w] is not t[w] and t[w] and c not in told and a[0] != "credit" and s[w] != t[w]:
                 return False
         return True
 
@@ -272,9 +276,12 @@ def properties(m):
         c = a[1] if a[0] == "deliver" and o is not None else None
         return c is not None and acq[c] and t[c * CF] == NOTIFIED
 
+    # (``s[b] != t[b]`` first: a field the step leaves alone is not read at all by the packed view's
+    # memo, so the claim's verdict is remembered by the fields the step itself touches; issue 36)
     def back_of_interested(s, a, o, t):
         for c in range(n):
-            if s[c * CF] == NOTIFIED and t[c * CF] == INTERESTED:
+            b = c * CF
+            if s[b] != t[b] and s[b] == NOTIFIED and t[b] == INTERESTED:
                 if t[IB + lvl[c]][-1:] != (c,):
                     return False
         return True
@@ -283,7 +290,8 @@ def properties(m):
 
     def back_witness(s, a, o, t):
         return any(
-            s[c * CF] == NOTIFIED and t[c * CF] == INTERESTED and (len(t[IB + lvl[c]]) > 1 or not crowded)
+            s[c * CF] != t[c * CF] and s[c * CF] == NOTIFIED and t[c * CF] == INTERESTED
+            and (len(t[IB + lvl[c]]) > 1 or not crowded)
             for c in range(n)
         )
 

@@ -195,7 +195,12 @@ def _rule_properties(m, reg, rejected, can_see, holders):
             b = c * CF
             if s[b] != t[b] and s[b] == ABSENT and (name != "add_consumer" or a[1] != c or cfg.preadded):
                 return False
-            if s[b + F_WAKE] != t[b + F_WAKE] and t[b + F_WAKE] and not reg(t, c):
+            # (the same test as ``s[w] != t[w] and t[w] and not reg(t, c)``, ordered so that the
+            # packed view decides it from what the step writes and reads: ``is not`` passes every
+            # field the step wrote and no field it left alone, and the earlier value is read last,
+            # only for a consumer that is not registered; issue 36)
+            w = b + F_WAKE
+            if s[w] is not t[w] and t[w] and not reg(t, c) and s[w] != t[w]:
                 return False  # a closed consumer is never scheduled
         if name == "remove_consumer":
             b = a[1] * CF
@@ -206,11 +211,12 @@ def _rule_properties(m, reg, rejected, can_see, holders):
         if name in IO_ACTIONS:
             c = a[1]
             b = c * CF
-            if not reg(s, c):
-                if s[b + F_PC] in (IDLE, START):
-                    return False  # a closed consumer's IO thread starts nothing
-                if name == "deliver" and (t[b + F_PC] != IDLE or t[b + F_WAKE]):
-                    return False
+            # (the registration is read last: most IO steps are decided by the fields they touch,
+            # so the packed view remembers the verdict without the All list; issue 36)
+            if s[b + F_PC] in (IDLE, START) and not reg(s, c):
+                return False  # a closed consumer's IO thread starts nothing
+            if name == "deliver" and (t[b + F_PC] != IDLE or t[b + F_WAKE]) and not reg(s, c):
+                return False
         return True
 
     props.append(always_step(

@@ -67,6 +67,7 @@ def test_packed_successors_and_predicates_equal_the_readable_ones_on_every_reach
         elif p.kind is Kind.LEADS_TO:
             preds += [p.trigger, p.check]
     memo = [(f, memoised_predicate(codec, f)) for f in preds]
+    step_props = [p for p in m.property_list() if p.kind is Kind.ALWAYS_STEP]
     for s in ex.state_list:
         x = codec.encode(s)
         assert codec.decode(x) == s
@@ -77,6 +78,15 @@ def test_packed_successors_and_predicates_equal_the_readable_ones_on_every_reach
         assert [codec.decode(y) for _, _, y in got] == [t for _, _, t in want], f"{config}: successors differ at {s}"
         for f, g in memo:
             assert g(x) == bool(f(s)), f"{config}: a memoised predicate disagrees at {s}"
+        # a label the recording decided is sound on the real transition: every transition check
+        # that applies holds, and a witness that fires is among the label's ``maybe`` (what lets the
+        # engines skip them; the checks' memo keeps verdicts by the fields they read)
+        for (a, o, y), (_a, _o, t) in zip(got, want):
+            if isinstance(a, CheckedAction):
+                for p in step_props:
+                    if p.applies_to(a[0]):
+                        assert p.check(s, a, o, t), f"{config}: {a} labelled checked, but {p.name} fails at {s}"
+                        assert not p.witness(s, a, o, t) or p.name in type(a).maybe, (config, a, p.name, s)
     # the memo is doing its work: far fewer recordings than state visits
     runs = sum(v["runs"] for v in pk.stats().values())
     assert runs < len(ex.state_list) * len(pk.sections) / 4
