@@ -12,7 +12,7 @@ from conq.model.engines.explorer import explore
 from conq.model.engines.packing import fingerprint64
 from conq.model.engines.registry import load_model
 from conq.model.engines.vector import Table, VectorPredicate, fingerprints, to_ints, to_words, vector_view
-from conq.model.kernel import Kind
+from conq.model.kernel import CheckedAction, Kind
 
 #: a consumer-lists configuration packed into more than 64 bits (two words a state), 3,680 states
 WIDE = ("small", {"consumers": [[2, True], [1, True], [1, False], [1, True], [3, True]], "messages": 2,
@@ -41,7 +41,10 @@ def test_a_level_expanded_at_once_is_the_packed_successor_lists_state_by_state(c
             want = ref.expand(x)
             got = [vx.steps.objs[g] for g in G[at:at + count[i]].tolist()]
             assert [(repr(a), repr(o)) for a, o, _k, _p in got] == [(repr(a), repr(o)) for a, o, _k, _p in want]
-            assert [type(a) for a, *_ in got] == [type(a) for a, *_ in want]  # CheckedAction or plain alike
+            # checked or plain alike; a checked label's ``maybe`` may name more witnesses in one than in
+            # the other (a witness reading a field one recording did not know yet may fire, and that
+            # verdict is kept: both are sound, tests/model/consumer_lists/test_packed.py)
+            assert [isinstance(a, CheckedAction) for a, *_ in got] == [isinstance(a, CheckedAction) for a, *_ in want]
             assert ys[at:at + count[i]] == [(x & k) | p for _a, _o, k, p in want]
             at += count[i]
         assert at == Y.shape[1]
