@@ -379,8 +379,9 @@ def prove(
     budget: int = typer.Option(100_000_000, "--budget", min=1,
                                help="z3's deterministic work budget (rlimit) per attempt at one induction query; an "
                                     "attempt that runs out is retried with the next of 8 solver seeds."),
-    timeout: float = typer.Option(600.0, "--timeout", min=0.1,
-                                  help="Safety net in seconds per z3 query (the verdict comes from --budget)."),
+    timeout: float = typer.Option(60.0, "--timeout", min=0.1,
+                                  help="Seconds per z3 query: a safety net for the induction queries (their verdict "
+                                       "comes from --budget); each BMC query gets three times this."),
     json_out: bool = kit.JsonOpt,
 ) -> None:
     """Prove every `always` property inductive for unbounded sizes (z3); BMC on the upstream variants."""
