@@ -151,8 +151,8 @@ def properties(m):
                 return False
         return True
 
-    def moves_witness(s, a, o, t):
-        return any(s[c * CF] == NOTIFIED and t[c * CF] == INTERESTED for c in range(n))
+    def moves_witness(s, a, o, t):  # (a node the step leaves alone is not read: see back_of_interested)
+        return any(s[c * CF] != t[c * CF] and s[c * CF] == NOTIFIED and t[c * CF] == INTERESTED for c in range(n))
 
     # ---------------------------------------------------------------- acquisition
     def acquired_once(s, a, o, t):
