@@ -38,8 +38,9 @@ intercept (``is``, ``isinstance``, ``type``, ``repr``) a model's step or propert
 field's value to decide anything, with one exception that cannot change a verdict: ``s[f] is not
 t[f]`` as a first test before ``s[f] != t[f]`` (a field the step left alone is the same object, or
 the same poison, on both sides; a field it wrote is known after it), so that a transition check
-reads a field's earlier value only where the step changed it and the rest of the test needs it.  Any other exception raised on a poisoned state makes the
-section or predicate read the whole state, which is always right.
+reads a field's earlier value only where the step changed it and the rest of the test needs it.
+Any other exception raised on a poisoned state makes the section or predicate read the whole state,
+which is always right.
 """
 
 from __future__ import annotations
@@ -432,8 +433,8 @@ class StepChecks:
         ``grow``, else plain, a verdict not kept: it holds only while that field is unknown; a
         witness's: may fire, a verdict kept, since a ``maybe`` only sends the witness to the engine,
         which evaluates it on the real transition: measured on the consumer-lists reference, 15,845
-        evaluations when it was not kept, 5,938 kept); any other exception decides on the transition poisoned
-        outside ``known``, by :meth:`label`, as a recording did before."""
+        evaluations when it was not kept, 5,938 kept); any other exception decides on the transition
+        poisoned outside ``known``, by :meth:`label`, as a recording did before."""
         mine = self._reads.get(step)
         if mine is None:
             name = a[0]
