@@ -219,9 +219,7 @@ def properties(m):
                 continue
             if c in told and not (t[c * CF] == NOTIFIED and s[c * CF] != NOTIFIED):
                 return False
-            # (``s[w] != t[w] and t[w] and ...`` ordered so that the packed view decides it from what
-            # the step writes: ``is not`` passes a field the step wrote and none it left alone, and
-            # the earlier value is read last; issue 36)
+            # (``s[w] != t[w] and t[w] and ...``, the earlier value read last: packing.py on ``is not``)
             w = c * CF + F_WAKE
             if s[w] is not t[w] and t[w] and c not in told and a[0] != "credit" and s[w] != t[w]:
                 return False

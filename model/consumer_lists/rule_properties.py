@@ -195,10 +195,8 @@ def _rule_properties(m, reg, rejected, can_see, holders):
             b = c * CF
             if s[b] != t[b] and s[b] == ABSENT and (name != "add_consumer" or a[1] != c or cfg.preadded):
                 return False
-            # (the same test as ``s[w] != t[w] and t[w] and not reg(t, c)``, ordered so that the
-            # packed view decides it from what the step writes and reads: ``is not`` passes every
-            # field the step wrote and no field it left alone, and the earlier value is read last,
-            # only for a consumer that is not registered; issue 36)
+            # (``s[w] != t[w] and t[w] and not reg(t, c)``, the earlier value read last: packing.py on
+            # ``is not``)
             w = b + F_WAKE
             if s[w] is not t[w] and t[w] and not reg(t, c) and s[w] != t[w]:
                 return False  # a closed consumer is never scheduled
