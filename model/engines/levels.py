@@ -12,6 +12,7 @@ import numpy as np
 from conq.model.engines.arrays import first_occurrences  # shared with vector.py, which this module imports
 
 
+
 def flat_successors(ys: Any, counts: Any, sources: Any) -> tuple:
     """``(states, source ids, positions)`` of a level's successors: ``ys`` (array 'Q') holds them in
     expansion order, ``counts`` (array 'q') how many each expanded state has, ``sources`` (int64)
@@ -30,36 +31,6 @@ def unseen(seen: Any, u: Any) -> Any:
     at = np.searchsorted(seen, u)
     at[at == len(seen)] = 0
     return seen[at] != u
-
-
-def first_unseen(seen: Any, y: Any) -> tuple:
-    """``(indices, new, rank)`` for the states ``y`` against the sorted array ``seen``: the indices
-    into ``y`` of the states not seen, each at its first occurrence, in order (the order a
-    state-by-state search admits them); the new states sorted; and each sorted new state's place in
-    that order."""
-    u, first = first_occurrences(y)
-    keep = unseen(seen, u)
-    new, first = u[keep], first[keep]
-    admission = np.argsort(first)  # (distinct values: no ties)
-    rank = np.empty(len(new), dtype=np.int64)
-    rank[admission] = np.arange(len(new), dtype=np.int64)
-    return first[admission], new, rank
-
-
-def merge_sorted(seen: Any, new: Any, *with_ids: tuple) -> tuple:
-    """The sorted array ``seen`` with the sorted, distinct, unseen values ``new`` inserted in place,
-    and each ``(ids, new_ids)`` pair of arrays carried along the same way."""
-    at = np.searchsorted(seen, new)
-    return (np.insert(seen, at, new), *(np.insert(a, at, b) for a, b in with_ids))
-
-
-def merged(seen: Any, new: Any) -> Any:
-    """The sorted array ``seen`` with the sorted values ``new`` merged in: numpy's stable sort of
-    the two concatenated (a merge of two runs, linear; measured 2.8x faster than ``np.insert`` at
-    the positions ``searchsorted`` finds, which moves the whole array and sorts the positions)."""
-    out = np.concatenate((seen, new))
-    out.sort(kind="stable")
-    return out
 
 
 def _same_words(Y: Any, rep: Any) -> None:
@@ -83,10 +54,12 @@ class LevelSearch:
 
     Each chunk of a level is expanded by a :class:`~conq.model.engines.vector.VectorExpander`; its
     successors' keys (a packing of at most 64 bits is its own key, a wider one its
-    :func:`~conq.model.engines.vector.fingerprints`) are deduplicated within the chunk and against
-    the sorted array ``seen`` of every key so far; the level's candidates are deduplicated across
-    chunks, and the new states admitted in the order of their first occurrence: the order the
-    state-by-state search admits them, so ids, parents, positions and paths are its own.  The
+    :func:`~conq.model.engines.vector.fingerprints`) go through the set ``seen`` of every key so
+    far (:class:`~conq.model.engines.keyset.KeySet`) in expansion order, chunk after chunk, and
+    the new states are admitted in the order of their first occurrence: the order the
+    state-by-state search admits them, so ids, parents, positions and paths are its own.  (With
+    ``exact`` and a packing of several words, a chunk's keys are deduplicated by sorting, told
+    apart by all their words in ``table``, and across chunks the earlier is kept.)  The
     state checks of a level's new states are evaluated as an array (only a state where something
     fires takes the usual path); a step whose label the recording did not decide is checked on the
     decoded states, in successor order, where ``step_where(i, k, y)`` names it (``i`` the source's
@@ -102,6 +75,7 @@ class LevelSearch:
     def __init__(self, packed: Any, chk: Any, max_states: int | None, parent: Any, via: Any,
                  step_where: Any, keep: Any = None, box: list | None = None, watch: Any = None,
                  progress: Any = None, t0: float = 0.0, exact: bool = False):
+        from conq.model.engines.keyset import KeySet
         from conq.model.engines.vector import Table, fingerprints, vector_view
 
         self.vx = vx = vector_view(packed)
@@ -119,15 +93,16 @@ class LevelSearch:
         self.complete, self.stop_reason = True, ""
         self.n = 0
         self._quiet: list = [None, None]
-        self.seen = np.empty(0, dtype=np.uint64)
+        #: every key admitted so far (keyset.KeySet, a compiled hash set; ``exact`` below: the table)
+        self.seen = KeySet() if not (exact and vx.W > 1) else None
         #: ``exact`` with a packing of several words: states are told apart by all their words (a
         #: hash table of every state seen), not by their fingerprints alone; the fingerprint only
         #: sorts, and two states found to share one are a PackingError (the search on tuples then)
         self.table = Table(vx.W, 10, np.int8) if exact and vx.W > 1 else None
 
-    def _admit(self, new: Any, keys: Any, src: Any, k: Any, sorted_keys: Any = None) -> None:
-        """Admit the states ``new`` (words, in admission order; ``keys`` theirs, ``sorted_keys`` the
-        same sorted when known) with their parents and positions, and check them."""
+    def _admit(self, new: Any, src: Any, k: Any) -> None:
+        """Admit the states ``new`` (words, in admission order; their keys are in ``seen`` already)
+        with their parents and positions, and check them."""
         from conq.model.engines.vector import VectorPredicate, to_int, to_ints
 
         n = self.n
@@ -141,8 +116,6 @@ class LevelSearch:
         self.n = n + new.shape[1]
         if self.table is not None:
             self.table.insert_new(new, np.zeros(new.shape[1], dtype=np.int8))
-        else:
-            self.seen = merged(self.seen, np.sort(keys) if sorted_keys is None else sorted_keys)
         chk = self.chk
         if self._quiet[0] is not chk.quiet[0]:
             self._quiet = [chk.quiet[0], VectorPredicate(chk.quiet[0], self.vx.W)]
@@ -164,13 +137,13 @@ class LevelSearch:
         objs = vx.steps.objs
         X = vx.words(inits)
         f = key(X)
-        order = self._cut(np.sort(first_occurrences(f)[1]))
+        order = self._cut(self.seen.admit(f) if self.seen is not None else np.sort(first_occurrences(f)[1]))
         frontier = cols(X, order)
-        self._admit(frontier, f[order], np.full(len(order), -1), order)
+        self._admit(frontier, np.full(len(order), -1), order)
         first = 0  # the id of the frontier's first state
         while self.complete and frontier.shape[1]:
             self.level_sizes.append(frontier.shape[1])
-            cand_f, cand_x, cand_src, cand_k, cand_sorted = [], [], [], [], []
+            cand_f, cand_x, cand_src, cand_k = [], [], [], []
             for c0 in range(0, frontier.shape[1], self.CHUNK):
                 Xc = frontier[:, c0:c0 + self.CHUNK]
                 Y, cnt, G = vx.expand(Xc)
@@ -186,13 +159,10 @@ class LevelSearch:
                         chk.on_step(self.decode(to_int(Xc, i)), act, o, self.decode(y),
                                     self.step_where(first + c0 + i, p - int(ends[i] - cnt[i]), y))
                 f = key(Y)
-                u, firsts = first_occurrences(f)
-                if self.table is None:
-                    fresh = unseen(self.seen, u)
-                    if frontier.shape[1] <= self.CHUNK:  # (kept for a level of one chunk only: memory)
-                        cand_sorted.append(u[fresh])
-                    firsts = np.sort(firsts[fresh])
+                if self.seen is not None:  # (the first occurrences of keys not seen, in order)
+                    firsts = self.seen.admit(f)
                 else:
+                    u, firsts = first_occurrences(f)
                     _same_words(Y, firsts[np.searchsorted(u, f)])
                     firsts = np.sort(firsts[self.table.get(cols(Y, firsts)) < 0])
                 src = np.searchsorted(ends, firsts, side="right")
@@ -212,18 +182,15 @@ class LevelSearch:
                         watch.arm()
             F = np.concatenate(cand_f)
             X_all = np.concatenate(cand_x, axis=1)
-            if len(cand_f) > 1:  # a state found by two chunks: the earlier
+            if len(cand_f) > 1 and self.seen is None:  # a state found by two chunks: the earlier
                 u, firsts = first_occurrences(F)
-                if self.table is not None:
-                    _same_words(X_all, firsts[np.searchsorted(u, F)])
+                _same_words(X_all, firsts[np.searchsorted(u, F)])
                 order = self._cut(np.sort(firsts))
-            else:  # (one chunk's candidates are distinct, in order)
+            else:  # (distinct and in order: a chunk's keys joined ``seen`` as it admitted them)
                 order = self._cut(np.arange(len(F)))
             new = cols(X_all, order)
             del X_all
             del cand_x
             first = self.n
-            # (one chunk's new keys, all admitted, are its distinct unseen keys, already sorted)
-            ready = cand_sorted[0] if len(cand_sorted) == 1 and len(order) == len(F) else None
-            self._admit(new, F[order], np.concatenate(cand_src)[order], np.concatenate(cand_k)[order], ready)
+            self._admit(new, np.concatenate(cand_src)[order], np.concatenate(cand_k)[order])
             frontier = new

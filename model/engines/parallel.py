@@ -42,7 +42,7 @@ from typing import Any, Callable
 import numpy as np
 
 from conq.model.engines.fingerprint import fingerprint
-from conq.model.engines.levels import first_unseen, flat_successors
+from conq.model.engines.levels import flat_successors
 from conq.model.engines.packing import PackingError
 from conq.model.kernel import Kind, Model, Path
 
@@ -447,13 +447,15 @@ class _Exact:
     """A worker's bulk bookkeeping for packed states of at most 64 bits (exact machine words): a
     level's successors are partitioned by owner (:func:`exact_owner`) and deduplicated with numpy,
     sent as raw arrays, and admitted in order (this worker's own first, then each sender's in
-    sender order: the same in every run); ``seen`` is one sorted array of the states this worker
-    owns.  Only the state checks of the admitted states run in Python (memoised)."""
+    sender order: the same in every run); ``seen`` is the set of the states this worker owns
+    (keyset.KeySet).  Only the state checks of the admitted states run in Python (memoised)."""
 
     def __init__(self, w: int, W: int, parent: Any, via: Any, chk: Any):
+        from conq.model.engines.keyset import KeySet  # (numba: imported where a search needs it)
+
         self.w, self.W = w, W
         self.parent, self.via, self.chk = parent, via, chk
-        self.seen = np.empty(0, dtype=np.uint64)
+        self.seen = KeySet()
         self.next: list = []  # the next frontier: (states, global ids) arrays, in admission order
         self.pending = 0
 
@@ -492,7 +494,7 @@ class _Exact:
         y = np.concatenate([p[0] for p in parts])
         src = np.concatenate([p[1] for p in parts])
         k = np.concatenate([p[2] for p in parts])
-        idx, uniq, _rank = first_unseen(self.seen, y)
+        idx = self.seen.admit(y)
         y, src, k = y[idx], src[idx], k[idx]
         base = len(self.parent)
         self.parent.frombytes(src.astype(np.int64).tobytes())
@@ -504,8 +506,6 @@ class _Exact:
         if len(y):
             self.next.append((y, g))
             self.pending += len(y)
-            # two sorted runs: the stable sort (timsort) merges them in linear time
-            self.seen = np.sort(np.concatenate([self.seen, uniq]), kind="stable")
 
 
 def _dumps(obj: Any) -> bytes:
