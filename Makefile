@@ -23,14 +23,14 @@ test: setup check-test-prereqs
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml setup.py model/engines/_keyset.c | check-prereqs
+$(STAMP): pyproject.toml setup.py model/engines/_search.c | check-prereqs
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[test,bench]'
 	touch $(STAMP)
 
 # Spark needs Java 17+; the models need Python 3.11+; the search's set of seen states is a small C
-# extension (model/engines/_keyset.c), built at install: a C compiler and Python's headers.  Say how
+# extension (model/engines/_search.c), built at install: a C compiler and Python's headers.  Say how
 # to fix any of them.
 check-prereqs:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)' || { \
@@ -41,7 +41,7 @@ check-prereqs:
 	  echo "error: Spark needs Java 17 or newer; found: $${v:-no java on PATH}." >&2; \
 	  echo "       On Debian/Ubuntu: sudo apt-get install -y openjdk-17-jre-headless" >&2; exit 2; fi
 	@command -v $${CC:-cc} >/dev/null 2>&1 && $(PYTHON) -c 'import os, sys, sysconfig; sys.exit(0 if os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")) else 1)' || { \
-	  echo "error: conq builds one C extension at install (model/engines/_keyset.c): it needs a C compiler ($${CC:-cc}: $$(command -v $${CC:-cc} || echo none)) and Python's headers (Python.h)." >&2; \
+	  echo "error: conq builds one C extension at install (model/engines/_search.c): it needs a C compiler ($${CC:-cc}: $$(command -v $${CC:-cc} || echo none)) and Python's headers (Python.h)." >&2; \
 	  echo "       On Debian/Ubuntu: sudo apt-get install -y build-essential python3-dev" >&2; exit 2; }
 
 # The pages people look at are tested in a real browser (tests/browser/): Debian's chromium and its
@@ -57,4 +57,4 @@ bench: setup
 	@for b in bench/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
 
 clean:
-	rm -rf $(VENV) reports build dist *.egg-info .pytest_cache .hypothesis model/engines/_keyset.*.so
+	rm -rf $(VENV) reports build dist *.egg-info .pytest_cache .hypothesis model/engines/_search.*.so

@@ -1,6 +1,6 @@
 """The set of 64-bit state keys a level-at-a-time search has seen (issue 36): one pass over a
 chunk's successor keys admits each key not seen before at its first occurrence, in order, and
-remembers it.  The work is a small C extension (``_keyset.c``, built when conq is installed).
+remembers it.  The work is a small C extension (``_search.c``, built when conq is installed).
 
 Why compiled: the same work in numpy (sort the chunk's keys to find first occurrences, then look
 the distinct ones up in a sorted array of every key so far and merge the new ones in) was the
@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from conq.model.engines._keyset import FIRST_SLOTS, GROWTH, MAX_LOAD, SEGMENTS
-from conq.model.engines._keyset import KeySet as _KeySet
+from conq.model.engines._search import FIRST_SLOTS, GROWTH, MAX_LOAD, SEGMENTS
+from conq.model.engines._search import KeySet as _KeySet
 
 __all__ = ["KeySet", "FIRST_SLOTS", "GROWTH", "MAX_LOAD", "SEGMENTS"]
 

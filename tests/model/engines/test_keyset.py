@@ -1,4 +1,4 @@
-"""The compiled set of seen keys (model/engines/keyset.py, _keyset.c) against numpy's sort-based
+"""The compiled set of seen keys (model/engines/keyset.py, _search.c) against numpy's sort-based
 answer, and its memory."""
 
 import numpy as np

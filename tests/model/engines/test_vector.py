@@ -107,3 +107,25 @@ def test_a_state_bound_cuts_the_array_searches_at_the_bound():
     for kw in ({}, {"fingerprints": True}):
         ex = explore(load_model("consumer-lists", "small", {}), liveness=False, max_states=1000, **kw)
         assert not ex.complete and ex.states == 1000 and "state bound" in ex.stop_reason
+
+
+def test_the_successors_kernel_refuses_arrays_that_do_not_fit_together():
+    from conq.model.engines import _search
+
+    info = np.array([[(0 << (_search.COUNT_BITS + 1)) | 2]], dtype=np.int64)  # one state: steps 0 and 1
+    X = np.array([[0b1010]], dtype=np.uint64)
+    flat = np.array([0, 1], dtype=np.int32)
+    keep = np.array([[~np.uint64(0), np.uint64(0)]], dtype=np.uint64)
+    put = np.array([[0, 7]], dtype=np.uint64)
+    Y, G = np.empty((1, 2), dtype=np.uint64), np.empty(2, dtype=np.int32)
+    _search.successors(info, X, flat, keep, put, Y, G, 1, 1, 1, 2)
+    assert Y.tolist() == [[0b1010, 7]] and G.tolist() == [0, 1]
+    with pytest.raises(ValueError, match="wrong sizes"):  # Y holds three, G two
+        _search.successors(info, X, flat, keep, put, np.empty((1, 3), dtype=np.uint64), G, 1, 1, 1, 2)
+    with pytest.raises(ValueError, match="more successors than Y holds"):
+        _search.successors(info, X, flat, keep, put, Y[:, :1].copy(), G[:1].copy(), 1, 1, 1, 2)
+    with pytest.raises(ValueError, match="a step id outside"):
+        _search.successors(info, X, np.array([0, 5], dtype=np.int32), keep, put, Y, G, 1, 1, 1, 2)
+    with pytest.raises(ValueError, match="fewer successors"):
+        _search.successors(info, X, flat, keep, put, np.empty((1, 3), dtype=np.uint64), np.empty(3, dtype=np.int32),
+                           1, 1, 1, 2)

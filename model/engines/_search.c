@@ -1,6 +1,9 @@
-/* The set of 64-bit state keys a level-at-a-time search has seen (issue 36): see keyset.py, the
- * Python face of this file, for why it is compiled and what it promises.
+/* The level-at-a-time search's two compiled kernels (issue 36): the set of 64-bit state keys it
+ * has seen (KeySet; see keyset.py, its Python face, for why it is compiled and what it promises),
+ * and the successors of a chunk of states from their sections' recorded entries (successors; see
+ * vector.py's VectorExpander.expand, its caller).
  *
+ * KeySet:
  * Open addressing with linear probing, as SPIN's hash table does, split into NSEG segments by the
  * top bits of the mixed key: a segment grows on its own (by GROWTH, rehashed), so a growth holds
  * two copies of one segment, never of the whole set (a set of 21 million keys as one table held
@@ -22,6 +25,8 @@
 #define GROWTH_DEN 2
 /* slots a segment may have (a slot is picked by a 32-bit by 32-bit product) */
 #define MAX_SEG_SLOTS ((uint64_t)1 << 32)
+/* keys ahead whose first slot is prefetched */
+#define PREFETCH 16
 
 typedef struct {
     uint64_t *slots;
@@ -125,6 +130,14 @@ static PyObject *KeySet_admit(KeySetObject *self, PyObject *args) {
     int64_t *out = (int64_t *)ob.buf;
     Py_ssize_t got = 0;
     for (Py_ssize_t i = 0; i < m; i++) {
+        if (i + PREFETCH < m) {
+            /* the slot a later key probes first, fetched while this one is probed: the table is
+             * larger than the caches, and a probe is a memory latency (a hint only: harmless if
+             * that segment grows before the key gets there) */
+            uint64_t hp = mix(keys[i + PREFETCH]);
+            const Segment *gp = &self->seg[hp >> (64 - SEG_BITS)];
+            __builtin_prefetch(&gp->slots[home(hp, gp->size)]);
+        }
         uint64_t k = keys[i];
         if (k == 0) {
             if (!self->has_zero) {
@@ -205,7 +218,7 @@ static PySequenceMethods KeySet_as_sequence = {
 
 static PyTypeObject KeySetType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "conq.model.engines._keyset.KeySet",
+    .tp_name = "conq.model.engines._search.KeySet",
     .tp_basicsize = sizeof(KeySetObject),
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "A set of uint64 keys (see keyset.py)",
@@ -215,14 +228,93 @@ static PyTypeObject KeySetType = {
     .tp_as_sequence = &KeySet_as_sequence,
 };
 
-static struct PyModuleDef keyset_module = {
-    PyModuleDef_HEAD_INIT, "_keyset", "The compiled set of seen state keys (see keyset.py).", -1, NULL,
+
+/* successors(info, X, flat, keep, put, Y, G, n, sections, W, cap): for the n states of X (W words
+ * each, word-major: X[w * n + i]) and their sections' entries info (sections rows of n int64, as
+ * vector.py's entry_info packs them: the start of a run of step ids in flat above bit FIRST_SHIFT,
+ * the run's length in the low COUNT_BITS), write every successor, state by state and section by
+ * section within a state (the model's order), to Y (word-major, T of them) and its step id to G:
+ * Y = (x & keep[g]) | put[g], keep and put word-major with cap steps a word.  T, the sum of the
+ * runs' lengths, is Y's and G's length; the caller sized them. */
+#define COUNT_BITS 19
+#define FIRST_SHIFT (COUNT_BITS + 1)
+
+static PyObject *successors(PyObject *Py_UNUSED(module), PyObject *args) {
+    Py_buffer ib, xb, fb, kb, pb, yb, gb;
+    Py_ssize_t n, sections, W, cap;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*w*w*nnnn", &ib, &xb, &fb, &kb, &pb, &yb, &gb, &n, &sections, &W, &cap))
+        return NULL;
+    PyObject *result = NULL;
+    const int64_t *info = (const int64_t *)ib.buf;
+    const uint64_t *X = (const uint64_t *)xb.buf;
+    const int32_t *flat = (const int32_t *)fb.buf;
+    const uint64_t *keep = (const uint64_t *)kb.buf, *put = (const uint64_t *)pb.buf;
+    uint64_t *Y = (uint64_t *)yb.buf;
+    int32_t *G = (int32_t *)gb.buf;
+    Py_ssize_t T = yb.len / (Py_ssize_t)sizeof(uint64_t) / (W > 0 ? W : 1);
+    Py_ssize_t nflat = fb.len / (Py_ssize_t)sizeof(int32_t);
+    if (n < 0 || sections < 0 || W < 1 || cap < 0 || ib.len != n * sections * (Py_ssize_t)sizeof(int64_t) ||
+        xb.len != W * n * (Py_ssize_t)sizeof(uint64_t) || kb.len != W * cap * (Py_ssize_t)sizeof(uint64_t) ||
+        pb.len != kb.len || gb.len != T * (Py_ssize_t)sizeof(int32_t)) {
+        PyErr_SetString(PyExc_ValueError, "successors: arrays of the wrong sizes");
+        goto done;
+    }
+    Py_ssize_t t = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        for (Py_ssize_t s = 0; s < sections; s++) {
+            int64_t cell = info[s * n + i];
+            Py_ssize_t count = (Py_ssize_t)(cell & ((1 << COUNT_BITS) - 1));
+            Py_ssize_t first = (Py_ssize_t)(cell >> FIRST_SHIFT);
+            if (count == 0)
+                continue;
+            if (cell < 0 || first + count > nflat || t + count > T) {
+                PyErr_SetString(PyExc_ValueError, "successors: an entry outside the runs of step ids, or more successors than Y holds");
+                goto done;
+            }
+            for (Py_ssize_t j = 0; j < count; j++, t++) {
+                int32_t g = flat[first + j];
+                if (g < 0 || g >= cap) {
+                    PyErr_SetString(PyExc_ValueError, "successors: a step id outside keep and put");
+                    goto done;
+                }
+                G[t] = g;
+                for (Py_ssize_t w = 0; w < W; w++)
+                    Y[w * T + t] = (X[w * n + i] & keep[w * cap + g]) | put[w * cap + g];
+            }
+        }
+    }
+    if (t != T) {
+        PyErr_SetString(PyExc_ValueError, "successors: fewer successors than Y holds");
+        goto done;
+    }
+    Py_INCREF(Py_None);
+    result = Py_None;
+done:
+    PyBuffer_Release(&ib);
+    PyBuffer_Release(&xb);
+    PyBuffer_Release(&fb);
+    PyBuffer_Release(&kb);
+    PyBuffer_Release(&pb);
+    PyBuffer_Release(&yb);
+    PyBuffer_Release(&gb);
+    return result;
+}
+
+static PyMethodDef search_functions[] = {
+    {"successors", (PyCFunction)successors, METH_VARARGS,
+     "successors(info, X, flat, keep, put, Y, G, n, sections, W, cap): a chunk's successors (vector.py)"},
+    {NULL, NULL, 0, NULL},
 };
 
-PyMODINIT_FUNC PyInit__keyset(void) {
+static struct PyModuleDef search_module = {
+    PyModuleDef_HEAD_INIT, "_search", "The level search's compiled kernels (see keyset.py and vector.py).", -1,
+    search_functions,
+};
+
+PyMODINIT_FUNC PyInit__search(void) {
     if (PyType_Ready(&KeySetType) < 0)
         return NULL;
-    PyObject *m = PyModule_Create(&keyset_module);
+    PyObject *m = PyModule_Create(&search_module);
     if (m == NULL)
         return NULL;
     Py_INCREF(&KeySetType);
@@ -231,7 +323,7 @@ PyMODINIT_FUNC PyInit__keyset(void) {
         Py_DECREF(m);
         return NULL;
     }
-    if (PyModule_AddIntConstant(m, "SEGMENTS", NSEG) < 0 || PyModule_AddIntConstant(m, "FIRST_SLOTS", FIRST_SLOTS) < 0 ||
+    if (PyModule_AddIntConstant(m, "COUNT_BITS", COUNT_BITS) < 0 || PyModule_AddIntConstant(m, "SEGMENTS", NSEG) < 0 || PyModule_AddIntConstant(m, "FIRST_SLOTS", FIRST_SLOTS) < 0 ||
         PyModule_AddObject(m, "MAX_LOAD", PyFloat_FromDouble((double)MAX_LOAD_NUM / MAX_LOAD_DEN)) < 0 ||
         PyModule_AddObject(m, "GROWTH", PyFloat_FromDouble((double)GROWTH_NUM / GROWTH_DEN)) < 0) {
         Py_DECREF(m);
