@@ -36,7 +36,9 @@ def package_zip(directory: Path) -> Path:
             root = Path(pkg.__file__).parent
             arc = Path(*pkg.__name__.split("."))
             for f in sorted(root.rglob("*")):
-                if f.is_file() and "__pycache__" not in f.parts and f.suffix in (".py", ".toml", ".json", ".md", ".properties"):
+                # (.so: the compiled kernels, carried as a file: model/engines/kernels.py loads them)
+                if f.is_file() and "__pycache__" not in f.parts and f.suffix in (".py", ".toml", ".json", ".md", ".properties",
+                                                                                 ".so"):
                     rel = f.relative_to(root)
                     if pkg is conq and rel.parts and rel.parts[0] in ("model", "impl", "conformance", "spec"):
                         continue

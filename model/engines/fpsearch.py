@@ -211,11 +211,13 @@ def _explore_packed_levels(model: Model, packed: Any, chk: Any, max_states, prog
                            t0: float) -> Any:
     """Fingerprint mode on a packed view, a level at a time with numpy (issue 36): each chunk of
     the frontier is expanded by :class:`~conq.model.engines.vector.VectorExpander`, its successors'
-    fingerprints (a packing of at most 64 bits is its own) deduplicated against the sorted array of
-    every state's fingerprint and within the level, and the new states admitted in the order of
-    their first occurrence, the state-by-state search's order: the same ids, parents, positions,
-    counts, depth, verdicts and paths.  What is kept: the sorted fingerprints (8 bytes a state), a
-    parent id and a position per state (8 bytes), and the words of one level's states."""
+    fingerprints (a packing of at most 64 bits is its own) go through the set of every state's
+    fingerprint (:class:`~conq.model.engines.keyset.KeySet`), and the new states are admitted in
+    the order of their first occurrence, the state-by-state search's order: the same ids, parents,
+    positions, counts, depth, verdicts and paths.  What is kept: the set of fingerprints (a hash
+    table at most 3/4 full, 10.7 to 16 bytes a state), a parent id and a position per state (8
+    bytes), and the words of one level's states.  (The module's note above describes the search of
+    a model without a packed view.)"""
     from conq.model.engines.levels import LevelSearch
     from conq.model.engines.results import GuardInterrupt
 

@@ -20,8 +20,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from conq.model.engines._search import FIRST_SLOTS, GROWTH, MAX_LOAD, SEGMENTS
-from conq.model.engines._search import KeySet as _KeySet
+from conq.model.engines.kernels import search
+
+FIRST_SLOTS, GROWTH, MAX_LOAD, SEGMENTS = search.FIRST_SLOTS, search.GROWTH, search.MAX_LOAD, search.SEGMENTS
+_KeySet = search.KeySet
 
 __all__ = ["KeySet", "FIRST_SLOTS", "GROWTH", "MAX_LOAD", "SEGMENTS"]
 

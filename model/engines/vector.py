@@ -39,7 +39,7 @@ import numpy as np
 
 from conq.model.engines.arrays import first_occurrences
 from conq.model.engines.packing import Packed, Section
-from conq.model.engines import _search  # (the compiled kernels: _search.c)
+from conq.model.engines.kernels import search as _search  # (the compiled kernels: _search.c)
 
 _M64 = (1 << 64) - 1
 _U64 = np.uint64

@@ -181,6 +181,46 @@ def test_shipped_zip_carries_bytecode_that_imports(tmp_path):
     assert out.stdout.strip().endswith("conq-pkg.zip/conq/conformance/checker.pyc")
 
 
+def test_the_package_zip_carries_the_compiled_kernels(tmp_path):
+    """An executor without conq installed imports it from the zip, and the search's compiled
+    kernels with it (model/engines/kernels.py: from a copy of the zip's file, unlinked once
+    loaded).  ``python -S``: no site-packages processing, so no installed conq to fall back on."""
+    import os
+    import subprocess
+    import sys
+    import zipfile
+
+    import numpy
+
+    from conq.conformance.spark_replay import package_zip
+
+    (tmp_path / "zip").mkdir()
+    z = package_zip(tmp_path / "zip")
+    assert any(n.startswith("conq/model/engines/_search.") for n in zipfile.ZipFile(z).namelist())
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    code = ("import sys; sys.path[:0] = sys.argv[1:3]; import numpy as np; import conq.model.engines as e; "
+            "from conq.model.engines.keyset import KeySet; from conq.model.engines.kernels import search; "
+            "print(e.__file__); print(search.__file__); print(KeySet().admit(np.array([3, 3, 0, 4, 0], dtype=np.uint64)).tolist())")
+    site = str(os.path.dirname(os.path.dirname(numpy.__file__)))
+    out = subprocess.run([sys.executable, "-S", "-c", code, str(z), site], capture_output=True, text=True, cwd=tmp_path,
+                         env={**os.environ, "TMPDIR": str(scratch)}, timeout=120)
+    assert out.returncode == 0, out.stderr
+    package, loaded, admitted = out.stdout.strip().splitlines()
+    assert "conq-pkg.zip" in package and os.path.basename(loaded).startswith("conq-search-")
+    assert admitted == "[0, 2, 3]"
+    assert list(scratch.iterdir()) == []  # (the copy is gone)
+    # a zip without them (another platform's build, say): the error says what to do
+    bare = tmp_path / "bare.zip"
+    with zipfile.ZipFile(z) as src, zipfile.ZipFile(bare, "w") as dst:
+        for item in src.infolist():
+            if not item.filename.startswith("conq/model/engines/_search."):
+                dst.writestr(item, src.read(item))
+    out = subprocess.run([sys.executable, "-S", "-c", code, str(bare), site], capture_output=True, text=True,
+                         cwd=tmp_path, timeout=120)
+    assert out.returncode != 0 and "install conq on this machine" in out.stderr, out.stderr
+
+
 def test_fingerprint_coverage_is_identical_across_partitionings_without_the_graph(tmp_path):
     """--no-graph: coverage told by stable fingerprints alone.  The coverage table (keys, least
     index, sampling units, state kinds), the growth curve and the Chao2 estimates are the same on
