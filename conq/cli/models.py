@@ -376,12 +376,15 @@ def prove(
     prop: Optional[str] = typer.Option(None, "--property", "-p", help="Only this property."),
     bmc_variants: bool = typer.Option(True, "--bmc/--no-bmc", help="Also run BMC on the manifest's expected violations."),
     slow: bool = typer.Option(False, "--slow", help="BMC also on manifest entries marked slow."),
+    # (the default is symbolic.DEFAULT_RLIMIT, written out so that --help needs no z3 import: a test
+    # holds the two equal)
     budget: int = typer.Option(100_000_000, "--budget", min=1,
-                               help="z3's deterministic work budget (rlimit) per attempt at one induction query; an "
-                                    "attempt that runs out is retried with the next of 8 solver seeds."),
+                               help="z3's deterministic work budget (rlimit) per attempt at one query: an induction "
+                                    "query that runs out is retried with the next of 8 solver seeds; a BMC depth "
+                                    "that runs out is unknown."),
     timeout: float = typer.Option(60.0, "--timeout", min=0.1,
-                                  help="Seconds per z3 query: a safety net for the induction queries (their verdict "
-                                       "comes from --budget); each BMC query gets three times this."),
+                                  help="Seconds per z3 query, a safety net only (verdicts come from --budget); each "
+                                       "BMC query gets three times this."),
     json_out: bool = kit.JsonOpt,
 ) -> None:
     """Prove every `always` property inductive for unbounded sizes (z3); BMC on the upstream variants."""
@@ -427,7 +430,7 @@ def prove(
                     v = explored[exp.label].verdict(pname)
                     if v.path is None:
                         continue
-                    r = symbolic.bmc(venc, vm, pname, len(v.path), timeout_ms=int(timeout * 1000) * 3)
+                    r = symbolic.bmc(venc, vm, pname, len(v.path), timeout_ms=int(timeout * 1000) * 3, rlimit=budget)
                     agree = r.status == "violated" and len(r.trace) - 1 == len(v.path)
                     rows.append({"model": name, "config": exp.config, "mode": f"bmc (explorer: {len(v.path)} steps)",
                                  **r.to_json(), "agrees_with_explorer": agree})

@@ -61,6 +61,24 @@ def test_bmc_finds_the_lost_update_at_the_explorers_depth():
     assert r.trace[-1]["counter"] == 1
 
 
+def test_a_bmc_depth_that_runs_out_of_its_work_budget_is_unknown_whatever_the_clock():
+    # the budget is z3's deterministic work count, the same on a quiet machine and at load 10: with
+    # the default the lost update is found at depth 4; with a budget of 1 no depth can be decided,
+    # whatever the timeout allows (an hour here: the clock plays no part in the verdict)
+    m = racy()
+    assert symbolic.bmc(enc_mod.CounterEncoding(), m, "no-lost-update", k=6).status == "violated"
+    r = symbolic.bmc(enc_mod.CounterEncoding(), m, "no-lost-update", k=6, rlimit=1, timeout_ms=3_600_000)
+    assert r.status == "unknown" and "within its work budget (rlimit 1)" in r.detail, r.detail
+
+
+def test_the_cli_budget_default_is_the_engines():
+    import inspect
+
+    from conq.cli import models
+
+    assert inspect.signature(models.prove).parameters["budget"].default.default == symbolic.DEFAULT_RLIMIT
+
+
 def test_bmc_clean_on_atomic():
     m = toy.CounterModel(toy.CounterModel.configs()["atomic"])
     r = symbolic.bmc(enc_mod.CounterEncoding(atomic=True), m, "no-lost-update", k=3)
