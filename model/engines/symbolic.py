@@ -401,7 +401,7 @@ def _successors(enc: Encoding, model: Model, state: Any, action: tuple, limit: i
     name, args = enc.action_args(action, model)
     a = next(x for x in enc.actions() if x.name == name)
     s, t = enc.fresh("x"), enc.fresh("y")
-    solver = _solver(30_000)
+    solver = _solver(300_000, DEFAULT_RLIMIT)  # (the work budget decides; the clock is a safety net)
     solver.add(enc.encode(s, state, model), enc.bounded(t, model), enc.well_formed(t), a.relation(s, t, *args))
     found: set[Any] = set()
     while len(found) < limit:
