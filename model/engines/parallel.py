@@ -268,8 +268,9 @@ class _recordings:
 
 
 #: states a worker takes from its own frontier at a time (each take is one lock, so that another
-#: worker done with its own frontier can take the rest: _SharedFrontiers)
-_CHUNK = 256
+#: worker done with its own frontier can take the rest: _SharedFrontiers), expanded at once
+#: (vector.VectorExpander: a call costs about as much as a few hundred states' expansion)
+_CHUNK = 4096
 
 
 class _Block:
@@ -294,26 +295,32 @@ def _level_exact(level: int, w: int, W: int, packed: Any, chk: Any, exact: "_Exa
     admits the blocks in the order ``(frontier owner is not me, frontier owner, start)``: the same
     in every run whoever expanded which range, and, with nothing taken, the order of the search
     without sharing."""
-    expand = packed.expand
+    from conq.model.engines.vector import vector_view
+
+    vx = vector_view(packed)  # (this worker's: made after the fork)
+    objs = vx.steps.objs
     decode = packed.codec.decode
     on_step, skip = chk.on_step, chk.skip
     transitions = 0
 
-    def expand_into(xs: list, gs: list, blk: _Block) -> None:
+    def expand_into(xs: Any, gs: Any, blk: _Block) -> None:
+        """Expand the states ``xs`` (ids ``gs``) at once (vector.VectorExpander, as the one-process
+        search does); the steps whose labels the recording left to the engine are checked on the
+        decoded states, in successor order."""
         nonlocal transitions
-        ys_append, gids_append, counts_append = blk.ys.append, blk.gids.append, blk.counts.append
-        for x, gid in zip(xs, gs):
-            steps = expand(x)
-            transitions += len(steps)
-            gids_append(gid)
-            counts_append(len(steps))
-            k = -1
-            for a, o, keep, put in steps:
-                k += 1
-                y = (x & keep) | put
-                ys_append(y)
-                if a.__class__ not in skip:
-                    on_step(decode(x), a, o, decode(y), (gid, k))
+        X = np.ascontiguousarray(xs, dtype=np.uint64).reshape(1, -1)
+        Y, cnt, G = vx.expand(X)
+        transitions += len(G)
+        blk.gids.frombytes(np.asarray(gs, dtype=np.int64).tobytes())
+        blk.counts.frombytes(cnt.astype(np.int64).tobytes())
+        blk.ys.frombytes(Y[0].tobytes())
+        needs = vx.needs_check(skip)
+        pending = np.flatnonzero(needs[G]) if needs.any() else ()
+        if len(pending):
+            ends = np.cumsum(cnt)
+            for p, i in zip(pending.tolist(), np.searchsorted(ends, pending, side="right").tolist()):
+                a, o, _keep, _put = objs[G[p]]
+                on_step(decode(int(X[0, i])), a, o, decode(int(Y[0, p])), (int(gs[i]), p - int(ends[i] - cnt[i])))
 
     S, G = exact.take()
     if W > 1 and len(S) > 1:
@@ -332,7 +339,7 @@ def _level_exact(level: int, w: int, W: int, packed: Any, chk: Any, exact: "_Exa
                 a, b = shared.take_front(w, _CHUNK)
                 if a >= b:
                     break
-                expand_into(S[a:b].tolist(), G[a:b].tolist(), own)
+                expand_into(S[a:b], G[a:b], own)
             for v in [(w + i) % W for i in range(1, W)]:
                 while True:
                     got = shared.steal(v, level, _CHUNK)
@@ -343,7 +350,7 @@ def _level_exact(level: int, w: int, W: int, packed: Any, chk: Any, exact: "_Exa
                     expand_into(xs, gs, blk)
                     blocks.append(blk)
         else:
-            expand_into(S.tolist(), G.tolist(), own)
+            expand_into(S, G, own)
     mine_parts: list = []
     by_dest: list[list] = [[] for _ in range(W)]
     for blk in blocks:
@@ -415,7 +422,7 @@ class _SharedFrontiers:
                 hdr[3 * w + 1] = b
         return a, b
 
-    def steal(self, v: int, level: int, c: int) -> tuple[list, list, int] | None:
+    def steal(self, v: int, level: int, c: int) -> tuple[Any, Any, int] | None:
         """Half of what is left of worker ``v``'s frontier of ``level`` (its states, their ids and
         where the range starts), or None when less than ``c`` states are left."""
         hdr, states, gids = self._attach()
@@ -429,7 +436,7 @@ class _SharedFrontiers:
             hdr[3 * v + 2] = start
         # the range is this worker's now; the owner rewrites its frontier only at the next level,
         # which starts after every worker has finished this one
-        return states[v][start:b].tolist(), gids[v][start:b].tolist(), start
+        return states[v][start:b].copy(), gids[v][start:b].copy(), start
 
     def close(self) -> None:
         self.mm.close()

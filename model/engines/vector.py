@@ -464,10 +464,11 @@ class _VecSection:
                 self.root_only = True
 
     def _record(self, x: int) -> None:
-        """Run the section on ``x`` (the model's own code, :meth:`Section.miss`) and stage what it
-        recorded."""
+        """Stage the section's entry for ``x``: its memo's (an entry this table has not seen: one
+        the scalar path recorded, or a parallel worker installed from another), else recorded now
+        (the model's own code, :meth:`Section.miss`)."""
         sec = self.sec
-        e = sec.miss(x)
+        e = sec.lookup(x)
         r = x & sec.root
         mask = sec.masks[r]
         self._root(r, mask)

@@ -265,6 +265,7 @@ def test_a_worker_that_takes_most_of_the_others_frontier_changes_nothing(monkeyp
             return got
 
     monkeypatch.setattr(parallel, "_SharedFrontiers", Greedy)
+    monkeypatch.setattr(parallel, "_CHUNK", 64)  # (levels of a few thousand states: chunks to take)
     shared = run()
     assert stolen.value > 1000, stolen.value  # most of worker 0's 4,000-odd states
     assert shared == alone
@@ -287,7 +288,7 @@ def test_shared_frontiers_hand_out_each_state_once():
         assert sf.take_front(0, 30) == (0, 30)
         assert sf.steal(0, 2, 10) is None  # another level
         xs, gs, start = sf.steal(0, 3, 10)
-        assert (start, xs, gs) == (65, list(range(75, 110)), [2 * i for i in range(65, 100)])
+        assert (start, xs.tolist(), gs.tolist()) == (65, list(range(75, 110)), [2 * i for i in range(65, 100)])
         assert sf.take_front(0, 30) == (30, 60)
         xs, gs, start = sf.steal(0, 3, 3)  # 5 left: half of them
         assert (start, len(xs)) == (63, 2)
