@@ -12,14 +12,18 @@ the end rebuilds the counterexamples and witnesses by asking the owners for pare
 (``(parent id, successor position)``) and re-running the successors from the initial state.
 
 A model with a packed view (:meth:`Model.packed`, model/engines/packing.py) is searched on its
-integers: a state is its own exact key (no fingerprint, no collision), owned by worker
-:func:`packed_owner`, and only integers cross between processes.  What the packed sections record
-during a level travels with the level's successors (:class:`_recordings`).  A packing of at most
-64 bits is searched in bulk (:class:`_Exact`: numpy partitions, deduplicates and admits) and with
-work sharing (:class:`_SharedFrontiers`): a worker done with its own frontier takes halves of what
-is left of another's, since a level waits for its slowest worker and on a busy machine one of
-them is often slower for a while.  Blocks are admitted in an order that does not depend on who
-expanded them, so sharing changes no count and no path.
+integers, a chunk of states at a time (vector.VectorExpander, as the one-process search): a state
+is its own exact key, and only arrays of machine words cross between processes.  What the packed
+sections record during a level travels with the level's successors (:class:`_recordings`).  A
+packing of at most 64 bits is searched with :class:`_Exact` (numpy partitions by
+:func:`exact_owners`, the compiled set of seen states admits) and with work sharing
+(:class:`_SharedFrontiers`): a worker done with its own frontier takes halves of what is left of
+another's, since a level waits for its slowest worker and on a busy machine one of them is often
+slower for a while.  Blocks are admitted in an order that does not depend on who expanded them, so
+sharing changes no count and no path.  A packing of several words is searched with
+:class:`_Words` (owned by its fingerprint, told apart by all its words).  On one machine the
+one-process search is still the faster (README: the figures): the workers both record what the
+one process records once, and a level costs them messages and barriers.
 
 Counts (states, transitions, depth) are those of the one-process search; every path found
 is a shortest one (the search is level-synchronous), though among equally short ones it may
@@ -42,6 +46,7 @@ from typing import Any, Callable
 import numpy as np
 
 from conq.model.engines.fingerprint import fingerprint
+from conq.model.engines.arrays import first_occurrences
 from conq.model.engines.levels import flat_successors
 from conq.model.engines.packing import PackingError
 from conq.model.kernel import Kind, Model, Path
@@ -75,6 +80,12 @@ def _worker(w: int, W: int, model: Model, symmetry: bool, conn, inboxes, use_pac
         #: a packing of at most 64 bits: states are exact machine words, partitioned, deduplicated
         #: and admitted in bulk with numpy (_Exact), the Python loop only expands
         exact = _Exact(w, W, parent, via, chk) if packed is not None and packed.codec.total_bits <= 64 else None
+        #: a packing of several words: the same, a state a column of words (_Words), no work sharing
+        words = None
+        if packed is not None and exact is None:
+            from conq.model.engines.vector import words_for
+
+            words = _Words(w, W, words_for(packed.codec.total_bits), parent, via, chk)
         if exact is None:
             shared = None
 
@@ -128,26 +139,31 @@ def _worker(w: int, W: int, model: Model, symmetry: bool, conn, inboxes, use_pac
                     exact.admit([(np.array([f for f, _key, _par, _k in msg[1]], dtype=np.uint64),
                                   np.array([par for _f, _key, par, _k in msg[1]], dtype=np.int64),
                                   np.array([k for _f, _key, _par, k in msg[1]], dtype=np.int64))])
+                elif words is not None:
+                    from conq.model.engines.vector import to_words
+
+                    words.admit([(to_words([key for _f, key, _par, _k in msg[1]], words.Wd),
+                                  np.array([par for _f, _key, par, _k in msg[1]], dtype=np.int64),
+                                  np.array([k for _f, _key, _par, k in msg[1]], dtype=np.int64))])
                 else:
                     admit(msg[1])
-                conn.send(("ok", len(parent), 0, news(), bool(frontier) or (exact is not None and exact.pending > 0)))
+                bulk = exact if exact is not None else words
+                conn.send(("ok", len(parent), 0, news(), bool(frontier) or (bulk is not None and bulk.pending > 0)))
             elif msg[0] == "level":
                 level = msg[1]
                 if exact is not None:
                     transitions = _level_exact(level, w, W, packed, chk, exact, shared, send, receive)
                     conn.send(("ok", len(parent), transitions, news(), exact.pending > 0))
                     continue
+                if words is not None:
+                    transitions = _level_words(level, w, W, packed, chk, words, send, receive)
+                    conn.send(("ok", len(parent), transitions, news(), words.pending > 0))
+                    continue
                 current, frontier[:] = list(frontier), []
-                if packed is None:
-                    out, transitions = _expand_level(current, w, W, model, chk, canon, seen, sent)
-                    send(level, out)
-                else:  # the level's recordings travel with its successors (_expand_level_packed)
-                    out, transitions, recorded = _expand_level_packed(current, w, W, packed, chk, seen, sent)
-                    send(level, [None if o == w else (out[o], recorded) for o in range(W)])
+                out, transitions = _expand_level(current, w, W, model, chk, canon, seen, sent)
+                send(level, out)
                 admit(out[w])  # this worker's own first (the order of every run), before the wait
                 got = receive(level)
-                if packed is not None:
-                    got = _install(packed, got)
                 for _sender, items in got:
                     admit(items)
                 conn.send(("ok", len(parent), transitions, news(), bool(frontier)))
@@ -195,48 +211,8 @@ def _expand_level(current: list, w: int, W: int, model: Model, chk: Any, canon, 
     return out, transitions
 
 
-#: Fibonacci hashing's multiplier: ``packed_owner``'s top bits mix every bit of the state
+#: Fibonacci hashing's multiplier: the owner of a state is taken from its product's top bits
 _FIB = 0x9E3779B97F4A7C15
-
-
-def packed_owner(x: int, W: int) -> int:
-    """The worker owning packed state ``x``: the same in every process (``hash`` of an int is not
-    salted), its low bits well mixed.  (Inlined in :func:`_expand_level_packed`.)"""
-    return ((hash(x) * _FIB) >> 64) % W
-
-
-def _expand_level_packed(current: list, w: int, W: int, packed: Any, chk: Any, seen: set, sent: set) -> tuple[Any, int, list]:
-    """:func:`_expand_level` on packed states wider than 64 bits (model/engines/packing.py): a
-    successor is two integer operations on the recorded steps, the state is its own exact key (no
-    fingerprint), and a step the model's recording did not decide is checked on the decoded states.
-
-    Returns ``(successors by owner, transitions, recorded)``: ``recorded`` is what this worker's
-    sections recorded during the level, for the other workers (:func:`_recordings`)."""
-    expand = packed.expand
-    decode = packed.codec.decode
-    on_step, skip = chk.on_step, chk.skip
-    out: list[list] = [[] for _ in range(W)]
-    mine = out[w]
-    transitions = 0
-    fib = _FIB
-    with _recordings(packed, W > 1) as recorded:
-        for x, gid in current:
-            steps = expand(x)
-            transitions += len(steps)
-            k = -1
-            for a, o, keep, put in steps:
-                k += 1
-                y = (x & keep) | put
-                owner = ((hash(y) * fib) >> 64) % W
-                if owner == w:
-                    if y not in seen:
-                        mine.append((y, y, gid, k))
-                elif y not in sent:
-                    sent.add(y)
-                    out[owner].append((y, y, gid, k))
-                if a.__class__ not in skip:
-                    on_step(decode(x), a, o, decode(y), (gid, k))
-    return out, transitions, recorded
 
 
 class _recordings:
@@ -455,16 +431,19 @@ class _Exact:
     level's successors are partitioned by owner (:func:`exact_owner`) and deduplicated with numpy,
     sent as raw arrays, and admitted in order (this worker's own first, then each sender's in
     sender order: the same in every run); ``seen`` is the set of the states this worker owns
-    (keyset.KeySet).  Only the state checks of the admitted states run in Python (memoised)."""
+    (keyset.KeySet).  The state checks of the admitted states are evaluated as an array (the
+    predicate "nothing fires", vector.VectorPredicate, as the one-process search does): only a
+    state where something fires takes the usual path."""
 
     def __init__(self, w: int, W: int, parent: Any, via: Any, chk: Any):
-        from conq.model.engines.keyset import KeySet  # (numba: imported where a search needs it)
+        from conq.model.engines.keyset import KeySet  # (the compiled kernels: where a search needs them)
 
         self.w, self.W = w, W
         self.parent, self.via, self.chk = parent, via, chk
         self.seen = KeySet()
         self.next: list = []  # the next frontier: (states, global ids) arrays, in admission order
         self.pending = 0
+        self._quiet: list = [None, None]  # (chk.quiet[0], its VectorPredicate)
 
     def take(self) -> tuple:
         """The frontier admitted so far, as ``(states, global ids)`` arrays; the next one starts empty."""
@@ -507,12 +486,139 @@ class _Exact:
         self.parent.frombytes(src.astype(np.int64).tobytes())
         self.via.frombytes(k.astype(np.uint32).tobytes())
         g = (base + np.arange(len(y), dtype=np.int64)) * self.W + self.w
-        on_state = self.chk.on_state
-        for x, gid in zip(y.tolist(), g.tolist()):
-            on_state(x, gid)
+        chk = self.chk
+        if self._quiet[0] is not chk.quiet[0]:
+            from conq.model.engines.vector import VectorPredicate
+
+            self._quiet = [chk.quiet[0], VectorPredicate(chk.quiet[0], 1)]
+        for j in np.flatnonzero(~self._quiet[1](y.reshape(1, -1))).tolist():
+            chk.on_state(int(y[j]), int(g[j]))
         if len(y):
             self.next.append((y, g))
             self.pending += len(y)
+
+
+class _Words:
+    """:class:`_Exact` for packed states of several words (wider than 64 bits): a state is a column
+    of ``Wd`` uint64 words, owned by :func:`words_owners` (its 64-bit fingerprint's), deduplicated
+    by fingerprint with every word compared (two states that share a fingerprint are a
+    PackingError: the search then goes on tuples, as the one-process search does), and told apart
+    from the states this worker owns by all their words (``seen``, a vector.Table).  No work
+    sharing (_SharedFrontiers holds states of one word)."""
+
+    def __init__(self, w: int, W: int, Wd: int, parent: Any, via: Any, chk: Any):
+        from conq.model.engines.vector import Table
+
+        self.w, self.W, self.Wd = w, W, Wd
+        self.parent, self.via, self.chk = parent, via, chk
+        self.seen = Table(Wd, 10, np.int8)
+        self.next: list = []
+        self.pending = 0
+        self._quiet: list = [None, None]
+
+    def take(self) -> tuple:
+        parts, self.next, self.pending = self.next, [], 0
+        if not parts:
+            return np.empty((self.Wd, 0), dtype=np.uint64), np.empty(0, dtype=np.int64)
+        return np.concatenate([p[0] for p in parts], axis=1), np.concatenate([p[1] for p in parts])
+
+    def _first(self, Y: Any) -> Any:
+        """The indices of ``Y``'s distinct states, first occurrences, in order."""
+        from conq.model.engines.levels import _same_words
+        from conq.model.engines.vector import fingerprints
+
+        f = fingerprints(Y)
+        u, firsts = first_occurrences(f)
+        _same_words(Y, firsts[np.searchsorted(u, f)])
+        return np.sort(firsts)
+
+    def partition(self, Y: Any, src: Any, k: Any) -> tuple[tuple, list]:
+        """``(mine, by_dest)`` of a block's successors ``Y`` (``(Wd, T)``, with their parents' ids
+        and positions), as :meth:`_Exact.partition`."""
+        owner = words_owners(Y, self.W)
+        mine: tuple = ()
+        by_dest: list = []
+        for o in range(self.W):
+            sel = np.flatnonzero(owner == o)
+            sel = sel[self._first(Y[:, sel])]
+            part = (np.ascontiguousarray(Y[:, sel]), src[sel], k[sel])
+            if o == self.w:
+                mine = part
+                by_dest.append(None)
+            else:
+                by_dest.append(tuple(a.tobytes() for a in part))
+        return mine, by_dest
+
+    def unpack(self, payload: tuple) -> tuple:
+        return (np.frombuffer(payload[0], dtype=np.uint64).reshape(self.Wd, -1),
+                np.frombuffer(payload[1], dtype=np.int64), np.frombuffer(payload[2], dtype=np.int64))
+
+    def admit(self, parts: list) -> None:
+        from conq.model.engines.vector import VectorPredicate, cols, to_int
+
+        Y = np.concatenate([p[0] for p in parts], axis=1)
+        src = np.concatenate([p[1] for p in parts])
+        k = np.concatenate([p[2] for p in parts])
+        idx = self._first(Y)
+        idx = idx[self.seen.get(cols(Y, idx)) < 0]
+        Y, src, k = cols(Y, idx), src[idx], k[idx]
+        self.seen.insert_new(Y, np.zeros(Y.shape[1], dtype=np.int8))
+        base = len(self.parent)
+        self.parent.frombytes(src.astype(np.int64).tobytes())
+        self.via.frombytes(k.astype(np.uint32).tobytes())
+        g = (base + np.arange(Y.shape[1], dtype=np.int64)) * self.W + self.w
+        chk = self.chk
+        if self._quiet[0] is not chk.quiet[0]:
+            self._quiet = [chk.quiet[0], VectorPredicate(chk.quiet[0], self.Wd)]
+        for j in np.flatnonzero(~self._quiet[1](Y)).tolist():
+            chk.on_state(to_int(Y, j), int(g[j]))
+        if Y.shape[1]:
+            self.next.append((Y, g))
+            self.pending += Y.shape[1]
+
+
+def _level_words(level: int, w: int, W: int, packed: Any, chk: Any, words: _Words, send: Callable,
+                 receive: Callable) -> int:
+    """One level of a packing of several words (:class:`_Words`); returns its transitions.  The
+    frontier is expanded a chunk at a time (vector.VectorExpander), each chunk's successors
+    partitioned by owner; an owner admits its own first, then each sender's in sender order."""
+    from conq.model.engines.levels import LevelSearch
+    from conq.model.engines.vector import cols, to_int, vector_view
+
+    vx = vector_view(packed)
+    objs = vx.steps.objs
+    decode = packed.codec.decode
+    on_step, skip = chk.on_step, chk.skip
+    transitions = 0
+    S, G = words.take()
+    mine_parts: list = []
+    by_dest: list[list] = [[] for _ in range(W)]
+    with _recordings(packed, W > 1) as recorded:
+        for c0 in range(0, S.shape[1], LevelSearch.CHUNK):
+            X, gs = np.ascontiguousarray(S[:, c0:c0 + LevelSearch.CHUNK]), G[c0:c0 + LevelSearch.CHUNK]
+            Y, cnt, Gs = vx.expand(X)
+            transitions += len(Gs)
+            ends = np.cumsum(cnt)
+            needs = vx.needs_check(skip)
+            pending = np.flatnonzero(needs[Gs]) if needs.any() else ()
+            for p, i in zip(np.asarray(pending).tolist(), np.searchsorted(ends, pending, side="right").tolist()):
+                a, o, _keep, _put = objs[Gs[p]]
+                on_step(decode(to_int(X, i)), a, o, decode(to_int(Y, p)), (int(gs[i]), p - int(ends[i] - cnt[i])))
+            src = np.repeat(gs, cnt)
+            k = np.arange(len(Gs), dtype=np.int64) - np.repeat(ends - cnt, cnt)
+            mine, parts = words.partition(Y, src, k)
+            mine_parts.append(mine)
+            for o in range(W):
+                if o != w:
+                    by_dest[o].append(parts[o])
+    send(level, [None if o == w else (by_dest[o], recorded) for o in range(W)])
+    if mine_parts:
+        words.admit(mine_parts)
+    got = _install(packed, receive(level))
+    rest = [words.unpack(payload) for _sender, parts in got for payload in parts]
+    if rest:
+        words.admit(rest)
+    return transitions
 
 
 def _dumps(obj: Any) -> bytes:
@@ -529,6 +635,21 @@ def exact_owners(y: Any, W: int) -> Any:
 def exact_owner(x: int, W: int) -> int:
     """:func:`exact_owners` of one state (the coordinator's initial states)."""
     return (((x * _FIB) & 0xFFFFFFFFFFFFFFFF) >> 32) % W
+
+
+def words_owners(Y: Any, W: int) -> Any:
+    """The owners of packed states of several words (``(Wd, n)``): :func:`exact_owners` of their
+    64-bit fingerprints (vector.fingerprints)."""
+    from conq.model.engines.vector import fingerprints
+
+    return exact_owners(fingerprints(Y), W)
+
+
+def words_owner(x: int, Wd: int, W: int) -> int:
+    """:func:`words_owners` of one state (the coordinator's initial states)."""
+    from conq.model.engines.vector import to_words
+
+    return int(words_owners(to_words([x], Wd), W)[0])
 
 
 def _reply(r: tuple, w: int) -> tuple:
@@ -603,7 +724,9 @@ def explore_parallel(model: Model, W: int, max_states, symmetry: bool, progress,
             elif packed.codec.total_bits <= 64:
                 init_items[exact_owner(key, W)].append((key, key, -1, pos))
             else:
-                init_items[packed_owner(key, W)].append((key, key, -1, pos))
+                from conq.model.engines.vector import words_for
+
+                init_items[words_owner(key, words_for(packed.codec.total_bits), W)].append((key, key, -1, pos))
         for w, c in enumerate(conns):
             c.send(("init", init_items[w]))
         replies = []
