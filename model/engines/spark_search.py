@@ -234,7 +234,9 @@ class _Store:
             last = np.load(self.dir / f"{runs[-1]}.npy", mmap_mode="r")
             if len(last) > 2 * len(run):
                 break
-            run = np.sort(np.concatenate([np.asarray(last), run]))
+            # (two sorted runs: numpy's stable sort merges them in linear time; its default sort
+            # does not see the runs: the executors' largest cost after the expansion, measured)
+            run = np.sort(np.concatenate([np.asarray(last), run]), kind="stable")
             merged.append(runs.pop())
         name = f"seen-{level}"
         tmp = self.dir / f".{name}.{uuid.uuid4().hex}.tmp.npy"
@@ -281,13 +283,24 @@ def _merge_events(into: dict, events: dict) -> None:
 
 
 def _first_per_key(keys: np.ndarray, parents: np.ndarray, *others: np.ndarray) -> tuple:
-    """Each key once, with its smallest parent key (then the first of the rest), sorted by key."""
-    order = np.lexsort((parents, keys))
-    k = keys[order]
-    first = np.empty(len(k), dtype=bool)
-    first[:1] = True
-    np.not_equal(k[1:], k[:-1], out=first[1:])
-    pick = order[first]
+    """Each key once, with its smallest parent key, sorted by key.  (A key's records have distinct
+    parents: each sender kept one per key, and a parent belongs to one sender.  So one sort by key
+    and the smallest parent of each run pick one record: a third of the time of sorting by both,
+    measured in the executors of the 21M-state search.)"""
+    order = np.argsort(keys)
+    k, par = keys[order], parents[order]
+    starts = np.empty(len(k), dtype=bool)
+    starts[:1] = True
+    np.not_equal(k[1:], k[:-1], out=starts[1:])
+    starts = np.flatnonzero(starts)
+    if len(starts) == len(k):  # (no key twice)
+        pick = order
+    else:
+        least = np.minimum.reduceat(par, starts)
+        pick = order[par == np.repeat(least, np.diff(np.append(starts, len(k))))]
+        if len(pick) != len(starts):  # (a parent twice for one key after all: sort by both, take the first)
+            order = np.lexsort((parents, keys))
+            pick = order[np.concatenate(([True], keys[order][1:] != keys[order][:-1]))]
     return (keys[pick], parents[pick], *(o[..., pick] for o in others))
 
 
@@ -318,7 +331,7 @@ def _expand_task(spec: SearchSpec, level: int, decided: frozenset, p: int, it: I
     """Expand partition ``p``'s frontier of level ``level - 1``; yield ``(owner, candidates)``
     per owner and ``(p, stats)``."""
     _drain(it)
-    from conq.model.engines.levels import first_occurrences
+    from conq.model.engines.keyset import KeySet
     from conq.model.engines.vector import cols, to_int
 
     ctx = _context(spec)
@@ -328,6 +341,9 @@ def _expand_task(spec: SearchSpec, level: int, decided: frozenset, p: int, it: I
     transitions = 0
     events: dict = {}
     parts: list[tuple] = []
+    #: the keys this task produced: each successor is kept at its first occurrence in expansion
+    #: order, that is with its smallest parent key, then position (the compiled set of keyset.py)
+    produced = KeySet()
     for c0 in range(0, front.shape[1], spec.chunk):
         Xc = front[:, c0:c0 + spec.chunk]
         Y, cnt, G = vx.expand(Xc)
@@ -343,8 +359,7 @@ def _expand_task(spec: SearchSpec, level: int, decided: frozenset, p: int, it: I
                     if ev not in events or where < events[ev]:
                         events[ev] = where
         keys = ctx.key(Y)
-        _u, firsts = first_occurrences(keys)
-        firsts = np.sort(firsts)
+        firsts = produced.admit(keys)  # (in order; a key an earlier chunk produced is not there)
         src = np.searchsorted(ends, firsts, side="right")
         parts.append((keys[firsts], fkeys[c0 + src], (firsts - (ends[src] - cnt[src])).astype(np.uint32),
                       cols(Y, firsts)))
@@ -352,12 +367,9 @@ def _expand_task(spec: SearchSpec, level: int, decided: frozenset, p: int, it: I
     if not parts:
         return
     keys = np.concatenate([x[0] for x in parts])
-    _u, firsts = first_occurrences(keys)  # a successor found in two chunks: the earlier (smaller parent)
-    firsts = np.sort(firsts)
-    keys = keys[firsts]
-    parents = np.concatenate([x[1] for x in parts])[firsts]
-    via = np.concatenate([x[2] for x in parts])[firsts]
-    words = cols(np.concatenate([x[3] for x in parts], axis=1), firsts)
+    parents = np.concatenate([x[1] for x in parts])
+    via = np.concatenate([x[2] for x in parts])
+    words = np.concatenate([x[3] for x in parts], axis=1)
     owners = ctx.owner(words)
     order = np.argsort(owners, kind="stable")
     bounds = np.searchsorted(owners[order], np.arange(spec.partitions + 1))

@@ -104,3 +104,28 @@ def test_conq_check_master_runs_the_spark_search_and_says_what_it_cannot_do(tmp_
     assert (doc["states"], doc["transitions"], doc["depth"], doc["mode"]) == (ref.states, ref.transitions, ref.depth, "spark")
     assert [p["name"] for p in doc["properties"] if p["status"] == "violated"] == [v.prop.name for v in ref.violations]
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_an_owner_keeps_each_key_once_with_its_smallest_parent(seed):
+    """spark_search._first_per_key against sorting by key, parent and arrival: records of one key
+    from several senders (distinct parents) and, as a safety net, a parent twice for one key."""
+    import numpy as np
+
+    from conq.model.engines.spark_search import _first_per_key
+
+    rng = np.random.default_rng(seed)
+    for trial in range(60):
+        n = int(rng.integers(0, 300))
+        keys = rng.integers(0, 40, n).astype(np.uint64)
+        parents = rng.integers(0, 1000, n).astype(np.uint64)
+        if trial % 3:  # (the search's case: a key's records have distinct parents)
+            _, idx = np.unique(np.stack([keys, parents]), axis=1, return_index=True)
+            keys, parents = keys[np.sort(idx)], parents[np.sort(idx)]
+        via = np.arange(len(keys), dtype=np.uint32)
+        words = np.stack([keys * np.uint64(3), via.astype(np.uint64)])
+        order = np.lexsort((via, parents, keys))
+        want = order[np.concatenate(([True], keys[order][1:] != keys[order][:-1]))] if len(keys) else order
+        k, par, v, w = _first_per_key(keys, parents, via, words)
+        assert k.tolist() == keys[want].tolist() and par.tolist() == parents[want].tolist()
+        assert v.tolist() == via[want].tolist() and w.tolist() == words[:, want].tolist()
