@@ -283,24 +283,18 @@ def _merge_events(into: dict, events: dict) -> None:
 
 
 def _first_per_key(keys: np.ndarray, parents: np.ndarray, *others: np.ndarray) -> tuple:
-    """Each key once, with its smallest parent key, sorted by key.  (A key's records have distinct
-    parents: each sender kept one per key, and a parent belongs to one sender.  So one sort by key
-    and the smallest parent of each run pick one record: a third of the time of sorting by both,
-    measured in the executors of the 21M-state search.)"""
-    order = np.argsort(keys)
-    k, par = keys[order], parents[order]
-    starts = np.empty(len(k), dtype=bool)
-    starts[:1] = True
-    np.not_equal(k[1:], k[:-1], out=starts[1:])
-    starts = np.flatnonzero(starts)
-    if len(starts) == len(k):  # (no key twice)
-        pick = order
-    else:
-        least = np.minimum.reduceat(par, starts)
-        pick = order[par == np.repeat(least, np.diff(np.append(starts, len(k))))]
-        if len(pick) != len(starts):  # (a parent twice for one key after all: sort by both, take the first)
-            order = np.lexsort((parents, keys))
-            pick = order[np.concatenate(([True], keys[order][1:] != keys[order][:-1]))]
+    """Each key once, with its smallest parent key (then the first of the rest), sorted by key.
+
+    The records ordered by parent (a stable sort: each sender's records are in expansion order,
+    already sorted by parent, so the sort merges a few runs), each key's first record kept with the
+    compiled set (keyset.py), then the kept ones sorted by key: 0.14 s against 0.18 for a two-key
+    lexsort and 0.19 for one sort by key with the smallest parent of each run, on 1.2M records of
+    four senders (0.6M keys; warm, the second of two calls)."""
+    from conq.model.engines.keyset import KeySet
+
+    order = np.argsort(parents, kind="stable")
+    pick = order[KeySet().admit(keys[order])]
+    pick = pick[np.argsort(keys[pick])]
     return (keys[pick], parents[pick], *(o[..., pick] for o in others))
 
 
