@@ -38,6 +38,7 @@ typedef struct {
     PyObject_HEAD
     Segment seg[NSEG];
     int has_zero;
+    int width; /* words a key: a slot holds `width` words, empty when all are zero */
     uint64_t n;
 } KeySetObject;
 
@@ -50,22 +51,39 @@ static inline uint64_t mix(uint64_t k) {
     return k ^ (k >> 31);
 }
 
+/* the mixed value of a key of `width` words, word j at k[j * stride] */
+static inline uint64_t mix_words(const uint64_t *k, int width, Py_ssize_t stride) {
+    uint64_t h = mix(k[0]);
+    for (int j = 1; j < width; j++)
+        h = mix(h ^ k[j * stride] ^ 0x9E3779B97F4A7C15ULL);
+    return h;
+}
+
 /* the home slot of mixed key h in a segment of `size` slots: 32 bits below the segment's, scaled */
 static inline uint64_t home(uint64_t h, uint64_t size) {
     return (((h >> (32 - SEG_BITS)) & 0xFFFFFFFFULL) * size) >> 32;
 }
 
-static void put(Segment *g, uint64_t k, uint64_t h) {
+static inline int empty_slot(const uint64_t *slot, int width) {
+    for (int j = 0; j < width; j++)
+        if (slot[j] != 0)
+            return 0;
+    return 1;
+}
+
+/* put the key k (word j at k[j * stride], mixed value h) in the first empty slot from its home */
+static void put(Segment *g, int width, const uint64_t *k, Py_ssize_t stride, uint64_t h) {
     uint64_t s = home(h, g->size);
-    while (g->slots[s] != 0) {
+    while (!empty_slot(&g->slots[s * width], width)) {
         if (++s == g->size)
             s = 0;
     }
-    g->slots[s] = k;
+    for (int j = 0; j < width; j++)
+        g->slots[s * width + j] = k[j * stride];
 }
 
 /* 0 on success, -1 with a Python error set */
-static int grow(Segment *g) {
+static int grow(Segment *g, int width) {
     uint64_t size = g->size * GROWTH_NUM / GROWTH_DEN + 1;
     if (size > MAX_SEG_SLOTS) {
         PyErr_Format(PyExc_MemoryError, "the set of seen states would need %llu slots in one of its %d segments, "
@@ -73,16 +91,16 @@ static int grow(Segment *g) {
                      (unsigned long long)size, NSEG, (unsigned long long)MAX_SEG_SLOTS);
         return -1;
     }
-    uint64_t *slots = calloc(size, sizeof(uint64_t));
+    uint64_t *slots = calloc(size * width, sizeof(uint64_t));
     if (slots == NULL) {
         PyErr_NoMemory();
         return -1;
     }
     Segment fresh = {slots, size, g->n};
     for (uint64_t i = 0; i < g->size; i++) {
-        uint64_t k = g->slots[i];
-        if (k != 0)
-            put(&fresh, k, mix(k));
+        const uint64_t *k = &g->slots[i * width];
+        if (!empty_slot(k, width))
+            put(&fresh, width, k, 1, mix_words(k, width, 1));
     }
     free(g->slots);
     *g = fresh;
@@ -90,14 +108,20 @@ static int grow(Segment *g) {
 }
 
 static PyObject *KeySet_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
-    static char *kwlist[] = {NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "", kwlist))
+    static char *kwlist[] = {"width", NULL};
+    int width = 1;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|i", kwlist, &width))
         return NULL;
+    if (width < 1 || width > 64) {
+        PyErr_Format(PyExc_ValueError, "KeySet(width=%d): a key is 1 to 64 words", width);
+        return NULL;
+    }
     KeySetObject *self = (KeySetObject *)type->tp_alloc(type, 0);
     if (self == NULL)
         return NULL;
+    self->width = width;
     for (int j = 0; j < NSEG; j++) {
-        self->seg[j].slots = calloc(FIRST_SLOTS, sizeof(uint64_t));
+        self->seg[j].slots = calloc((size_t)FIRST_SLOTS * width, sizeof(uint64_t));
         if (self->seg[j].slots == NULL) {
             Py_DECREF(self);
             return PyErr_NoMemory();
@@ -113,6 +137,57 @@ static void KeySet_dealloc(KeySetObject *self) {
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
+/* the keys of several words: admit's work for width > 1 (keys word-major: word j of key i at
+ * keys[j * m + i]); returns how many went to out, or -1 with a Python error set */
+static Py_ssize_t admit_words(KeySetObject *self, const uint64_t *keys, Py_ssize_t m, int64_t *out) {
+    const int width = self->width;
+    Py_ssize_t got = 0;
+    for (Py_ssize_t i = 0; i < m; i++) {
+        const uint64_t *k = &keys[i];
+        int zero = 1;
+        for (int j = 0; j < width; j++)
+            if (k[j * m] != 0)
+                zero = 0;
+        if (zero) {
+            if (!self->has_zero) {
+                self->has_zero = 1;
+                self->n++;
+                out[got++] = i;
+            }
+            continue;
+        }
+        uint64_t h = mix_words(k, width, m);
+        Segment *g = &self->seg[h >> (64 - SEG_BITS)];
+        uint64_t s = home(h, g->size);
+        for (;;) {
+            uint64_t *v = &g->slots[s * width];
+            int same = 1;
+            for (int j = 0; j < width; j++)
+                if (v[j] != k[j * m])
+                    same = 0;
+            if (same)
+                break;
+            if (empty_slot(v, width)) {
+                if ((g->n + 1) * MAX_LOAD_DEN > g->size * MAX_LOAD_NUM) {
+                    if (grow(g, width) < 0)
+                        return -1;
+                    put(g, width, k, m, h);
+                } else {
+                    for (int j = 0; j < width; j++)
+                        v[j] = k[j * m];
+                }
+                g->n++;
+                self->n++;
+                out[got++] = i;
+                break;
+            }
+            if (++s == g->size)
+                s = 0;
+        }
+    }
+    return got;
+}
+
 /* admit(keys, out) -> count: keys a buffer of uint64, out a writable buffer of int64 at least as
  * long; the index of each key not in the set, at its first occurrence, goes to out in order, and
  * the key joins the set */
@@ -121,14 +196,22 @@ static PyObject *KeySet_admit(KeySetObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "y*w*", &kb, &ob))
         return NULL;
     PyObject *result = NULL;
-    Py_ssize_t m = kb.len / (Py_ssize_t)sizeof(uint64_t);
-    if (kb.len % (Py_ssize_t)sizeof(uint64_t) != 0 || ob.len < m * (Py_ssize_t)sizeof(int64_t)) {
-        PyErr_SetString(PyExc_ValueError, "admit(keys, out): keys must be uint64 and out int64 of at least as many");
+    Py_ssize_t kw = (Py_ssize_t)sizeof(uint64_t) * self->width;
+    Py_ssize_t m = kb.len / kw;
+    if (kb.len % kw != 0 || ob.len < m * (Py_ssize_t)sizeof(int64_t)) {
+        PyErr_Format(PyExc_ValueError, "admit(keys, out): keys must be uint64, %d word(s) a key, word-major, and out "
+                     "int64 of at least as many", self->width);
         goto done;
     }
     const uint64_t *keys = (const uint64_t *)kb.buf;
     int64_t *out = (int64_t *)ob.buf;
     Py_ssize_t got = 0;
+    if (self->width > 1) {
+        got = admit_words(self, keys, m, out);
+        if (got >= 0)
+            result = PyLong_FromSsize_t(got);
+        goto done;
+    }
     for (Py_ssize_t i = 0; i < m; i++) {
         if (i + PREFETCH < m) {
             /* the slot a later key probes first, fetched while this one is probed: the table is
@@ -156,9 +239,9 @@ static PyObject *KeySet_admit(KeySetObject *self, PyObject *args) {
                 break;
             if (v == 0) {
                 if ((g->n + 1) * MAX_LOAD_DEN > g->size * MAX_LOAD_NUM) {
-                    if (grow(g) < 0)
+                    if (grow(g, 1) < 0)
                         goto done;
-                    put(g, k, h);
+                    put(g, 1, &k, 1, h);
                 } else {
                     g->slots[s] = k;
                 }
@@ -181,7 +264,7 @@ done:
 static PyObject *KeySet_nbytes(KeySetObject *self, PyObject *Py_UNUSED(ignored)) {
     uint64_t total = 0;
     for (int j = 0; j < NSEG; j++)
-        total += self->seg[j].size * sizeof(uint64_t);
+        total += self->seg[j].size * self->width * sizeof(uint64_t);
     return PyLong_FromUnsignedLongLong(total);
 }
 

@@ -29,16 +29,22 @@ __all__ = ["KeySet", "FIRST_SLOTS", "GROWTH", "MAX_LOAD", "SEGMENTS"]
 
 
 class KeySet:
-    """A set of uint64 keys (see the module's note)."""
+    """A set of keys of ``width`` uint64 words (see the module's note): a packing of at most 64 bits
+    is one word, a wider one several, told apart by all of them (no fingerprint, so no collision)."""
 
-    def __init__(self) -> None:
-        self._set = _KeySet()
+    def __init__(self, width: int = 1) -> None:
+        self.width = width
+        self._set = _KeySet(width=width)
 
     def admit(self, keys: np.ndarray) -> np.ndarray:
-        """The indices into ``keys`` (uint64) of the keys not in the set, each at its first
-        occurrence, in order (the order a state-by-state search admits them); they join the set."""
+        """The indices of the keys (uint64: a vector for one word, ``(width, n)`` columns for more)
+        not in the set, each at its first occurrence, in order (the order a state-by-state search
+        admits them); they join the set."""
         keys = np.ascontiguousarray(keys, dtype=np.uint64)
-        out = np.empty(len(keys), dtype=np.int64)
+        n = keys.shape[-1]
+        if self.width > 1 and keys.shape != (self.width, n):
+            raise ValueError(f"KeySet(width={self.width}).admit: keys of shape {keys.shape}, not ({self.width}, n)")
+        out = np.empty(n, dtype=np.int64)
         return out[:self._set.admit(keys, out)]
 
     def segments(self) -> list[tuple[int, int]]:

@@ -9,9 +9,6 @@ from typing import Any
 
 import numpy as np
 
-from conq.model.engines.arrays import first_occurrences  # shared with vector.py, which this module imports
-
-
 
 def flat_successors(ys: Any, counts: Any, sources: Any) -> tuple:
     """``(states, source ids, positions)`` of a level's successors: ``ys`` (array 'Q') holds them in
@@ -33,17 +30,6 @@ def unseen(seen: Any, u: Any) -> Any:
     return seen[at] != u
 
 
-def _same_words(Y: Any, rep: Any) -> None:
-    """Every state of ``Y`` has the words of the state ``rep`` names for it (the first of its
-    fingerprint): else two states share a fingerprint, which an exact search must not merge."""
-    from conq.model.engines.packing import PackingError
-    from conq.model.engines.vector import cols
-
-    if not (cols(Y, rep) == Y).all():
-        raise PackingError("two states share a 64-bit fingerprint: an exact search of this packing "
-                           "cannot go a level at a time")
-
-
 #: numpy's dtype for each ``array`` typecode the searches keep parents and positions in
 _DTYPE = {"l": np.int64, "q": np.int64, "i": np.int32, "I": np.uint32, "H": np.uint16, "B": np.uint8}
 
@@ -58,8 +44,8 @@ class LevelSearch:
     far (:class:`~conq.model.engines.keyset.KeySet`) in expansion order, chunk after chunk, and
     the new states are admitted in the order of their first occurrence: the order the
     state-by-state search admits them, so ids, parents, positions and paths are its own.  (With
-    ``exact`` and a packing of several words, a chunk's keys are deduplicated by sorting, told
-    apart by all their words in ``table``, and across chunks the earlier is kept.)  The
+    ``exact`` and a packing of several words, the key is the state's words, all of them: a set
+    whose keys are several words wide, so no two states are ever merged.)  The
     state checks of a level's new states are evaluated as an array (only a state where something
     fires takes the usual path); a step whose label the recording did not decide is checked on the
     decoded states, in successor order, where ``step_where(i, k, y)`` names it (``i`` the source's
@@ -76,12 +62,15 @@ class LevelSearch:
                  step_where: Any, keep: Any = None, box: list | None = None, watch: Any = None,
                  progress: Any = None, t0: float = 0.0, exact: bool = False):
         from conq.model.engines.keyset import KeySet
-        from conq.model.engines.vector import Table, fingerprints, vector_view
+        from conq.model.engines.vector import fingerprints, vector_view
 
         self.vx = vx = vector_view(packed)
         self.chk = chk
         self.decode = packed.codec.decode
-        self.key = (lambda Y: Y[0]) if vx.W == 1 else fingerprints
+        #: a state's key in ``seen``: a packing of one word is its own; a wider one its words
+        #: (``exact``) or its 64-bit fingerprint (the fingerprint mode, 8 bytes a state)
+        wide = exact and vx.W > 1
+        self.key = (lambda Y: Y[0]) if vx.W == 1 else (lambda Y: Y) if wide else fingerprints
         self.cap = max_states if max_states is not None else -1
         self.max_states = max_states
         self.parent, self.via, self.keep = parent, via, keep
@@ -93,12 +82,8 @@ class LevelSearch:
         self.complete, self.stop_reason = True, ""
         self.n = 0
         self._quiet: list = [None, None]
-        #: every key admitted so far (keyset.KeySet, a compiled hash set; ``exact`` below: the table)
-        self.seen = KeySet() if not (exact and vx.W > 1) else None
-        #: ``exact`` with a packing of several words: states are told apart by all their words (a
-        #: hash table of every state seen), not by their fingerprints alone; the fingerprint only
-        #: sorts, and two states found to share one are a PackingError (the search on tuples then)
-        self.table = Table(vx.W, 10, np.int8) if exact and vx.W > 1 else None
+        #: every key admitted so far (keyset.KeySet, a compiled hash set)
+        self.seen = KeySet(width=vx.W if wide else 1)
 
     def _admit(self, new: Any, src: Any, k: Any) -> None:
         """Admit the states ``new`` (words, in admission order; their keys are in ``seen`` already)
@@ -114,8 +99,6 @@ class LevelSearch:
             else:
                 self.keep.frombytes(new[0].tobytes())
         self.n = n + new.shape[1]
-        if self.table is not None:
-            self.table.insert_new(new, np.zeros(new.shape[1], dtype=np.int8))
         chk = self.chk
         if self._quiet[0] is not chk.quiet[0]:
             self._quiet = [chk.quiet[0], VectorPredicate(chk.quiet[0], self.vx.W)]
@@ -137,13 +120,13 @@ class LevelSearch:
         objs = vx.steps.objs
         X = vx.words(inits)
         f = key(X)
-        order = self._cut(self.seen.admit(f) if self.seen is not None else np.sort(first_occurrences(f)[1]))
+        order = self._cut(self.seen.admit(f))
         frontier = cols(X, order)
         self._admit(frontier, np.full(len(order), -1), order)
         first = 0  # the id of the frontier's first state
         while self.complete and frontier.shape[1]:
             self.level_sizes.append(frontier.shape[1])
-            cand_f, cand_x, cand_src, cand_k = [], [], [], []
+            cand_x, cand_src, cand_k = [], [], []
             for c0 in range(0, frontier.shape[1], self.CHUNK):
                 Xc = frontier[:, c0:c0 + self.CHUNK]
                 Y, cnt, G = vx.expand(Xc)
@@ -158,15 +141,8 @@ class LevelSearch:
                         y = to_int(Y, p)
                         chk.on_step(self.decode(to_int(Xc, i)), act, o, self.decode(y),
                                     self.step_where(first + c0 + i, p - int(ends[i] - cnt[i]), y))
-                f = key(Y)
-                if self.seen is not None:  # (the first occurrences of keys not seen, in order)
-                    firsts = self.seen.admit(f)
-                else:
-                    u, firsts = first_occurrences(f)
-                    _same_words(Y, firsts[np.searchsorted(u, f)])
-                    firsts = np.sort(firsts[self.table.get(cols(Y, firsts)) < 0])
+                firsts = self.seen.admit(key(Y))  # (the first occurrences of keys not seen, in order)
                 src = np.searchsorted(ends, firsts, side="right")
-                cand_f.append(f[firsts])
                 cand_x.append(cols(Y, firsts))
                 cand_src.append(src + (first + c0))
                 cand_k.append(firsts - (ends[src] - cnt[src]))
@@ -180,14 +156,9 @@ class LevelSearch:
                         self.progress(SearchProgress(self.n, self.transitions, len(self.level_sizes) - 1,
                                                      time.perf_counter() - self.t0, watch.last_rss))
                         watch.arm()
-            F = np.concatenate(cand_f)
             X_all = np.concatenate(cand_x, axis=1)
-            if len(cand_f) > 1 and self.seen is None:  # a state found by two chunks: the earlier
-                u, firsts = first_occurrences(F)
-                _same_words(X_all, firsts[np.searchsorted(u, F)])
-                order = self._cut(np.sort(firsts))
-            else:  # (distinct and in order: a chunk's keys joined ``seen`` as it admitted them)
-                order = self._cut(np.arange(len(F)))
+            # (distinct and in order: a chunk's keys joined ``seen`` as it admitted them)
+            order = self._cut(np.arange(X_all.shape[1]))
             new = cols(X_all, order)
             del X_all
             del cand_x

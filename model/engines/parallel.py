@@ -46,7 +46,6 @@ from typing import Any, Callable
 import numpy as np
 
 from conq.model.engines.fingerprint import fingerprint
-from conq.model.engines.arrays import first_occurrences
 from conq.model.engines.levels import flat_successors
 from conq.model.engines.packing import PackingError
 from conq.model.kernel import Kind, Model, Path
@@ -500,18 +499,16 @@ class _Exact:
 
 class _Words:
     """:class:`_Exact` for packed states of several words (wider than 64 bits): a state is a column
-    of ``Wd`` uint64 words, owned by :func:`words_owners` (its 64-bit fingerprint's), deduplicated
-    by fingerprint with every word compared (two states that share a fingerprint are a
-    PackingError: the search then goes on tuples, as the one-process search does), and told apart
-    from the states this worker owns by all their words (``seen``, a vector.Table).  No work
-    sharing (_SharedFrontiers holds states of one word)."""
+    of ``Wd`` uint64 words, owned by :func:`words_owners` (its 64-bit fingerprint's), and told
+    apart by all its words (keyset.KeySet of width ``Wd``: no two states are ever merged).  No
+    work sharing (_SharedFrontiers holds states of one word)."""
 
     def __init__(self, w: int, W: int, Wd: int, parent: Any, via: Any, chk: Any):
-        from conq.model.engines.vector import Table
+        from conq.model.engines.keyset import KeySet
 
         self.w, self.W, self.Wd = w, W, Wd
         self.parent, self.via, self.chk = parent, via, chk
-        self.seen = Table(Wd, 10, np.int8)
+        self.seen = KeySet(width=Wd)
         self.next: list = []
         self.pending = 0
         self._quiet: list = [None, None]
@@ -522,25 +519,17 @@ class _Words:
             return np.empty((self.Wd, 0), dtype=np.uint64), np.empty(0, dtype=np.int64)
         return np.concatenate([p[0] for p in parts], axis=1), np.concatenate([p[1] for p in parts])
 
-    def _first(self, Y: Any) -> Any:
-        """The indices of ``Y``'s distinct states, first occurrences, in order."""
-        from conq.model.engines.levels import _same_words
-        from conq.model.engines.vector import fingerprints
-
-        f = fingerprints(Y)
-        u, firsts = first_occurrences(f)
-        _same_words(Y, firsts[np.searchsorted(u, f)])
-        return np.sort(firsts)
-
     def partition(self, Y: Any, src: Any, k: Any) -> tuple[tuple, list]:
         """``(mine, by_dest)`` of a block's successors ``Y`` (``(Wd, T)``, with their parents' ids
         and positions), as :meth:`_Exact.partition`."""
+        from conq.model.engines.keyset import KeySet
+
         owner = words_owners(Y, self.W)
         mine: tuple = ()
         by_dest: list = []
         for o in range(self.W):
             sel = np.flatnonzero(owner == o)
-            sel = sel[self._first(Y[:, sel])]
+            sel = sel[KeySet(width=self.Wd).admit(Y[:, sel])]  # (first occurrences, in order)
             part = (np.ascontiguousarray(Y[:, sel]), src[sel], k[sel])
             if o == self.w:
                 mine = part
@@ -559,10 +548,8 @@ class _Words:
         Y = np.concatenate([p[0] for p in parts], axis=1)
         src = np.concatenate([p[1] for p in parts])
         k = np.concatenate([p[2] for p in parts])
-        idx = self._first(Y)
-        idx = idx[self.seen.get(cols(Y, idx)) < 0]
+        idx = self.seen.admit(Y)
         Y, src, k = cols(Y, idx), src[idx], k[idx]
-        self.seen.insert_new(Y, np.zeros(Y.shape[1], dtype=np.int8))
         base = len(self.parent)
         self.parent.frombytes(src.astype(np.int64).tobytes())
         self.via.frombytes(k.astype(np.uint32).tobytes())

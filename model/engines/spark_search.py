@@ -311,7 +311,7 @@ def _init_task(spec: SearchSpec, decided: frozenset, p: int, it: Iterable) -> li
     X = ctx.vx.words(ctx.packed.inits)
     mine = np.flatnonzero(ctx.owner(X) == p)
     keys = ctx.key(X)[mine]
-    from conq.model.engines.levels import first_occurrences
+    from conq.model.engines.arrays import first_occurrences
 
     _u, first = first_occurrences(keys)
     pos = mine[first]  # each initial state's first position, sorted by key

@@ -1,6 +1,8 @@
 """The compiled set of seen keys (model/engines/keyset.py, _search.c) against numpy's sort-based
 answer, and its memory."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -69,3 +71,29 @@ def test_a_million_keys_take_at_most_sixteen_bytes_each():
     ks = KeySet()
     ks.admit(rng.integers(1, 2**64, 1_000_000, dtype=np.uint64))
     assert 8 / MAX_LOAD <= ks.nbytes / len(ks) <= 8 * GROWTH / MAX_LOAD
+
+
+@pytest.mark.parametrize("width", [2, 3])
+def test_keys_of_several_words_are_told_apart_by_every_word(width):
+    rng = np.random.default_rng(width)
+    # columns that share words with each other (and a fingerprint would not tell them apart any
+    # better than their words): few values per word, the all-zero key among them
+    pool = rng.integers(0, 4, size=(width, 60)).astype(np.uint64) << np.uint64(40)
+    pool[:, 0] = 0
+    chunks = [pool[:, rng.integers(0, 60, size=int(rng.integers(0, 500)))] for _ in range(6)]
+    ks = KeySet(width=width)
+    got = [ks.admit(Y).tolist() for Y in chunks]
+    seen: set = set()
+    want = []
+    for Y in chunks:
+        fresh = []
+        for i in range(Y.shape[1]):
+            col = tuple(int(v) for v in Y[:, i])
+            if col not in seen:
+                seen.add(col)
+                fresh.append(i)
+        want.append(fresh)
+    assert got == want and len(ks) == len(seen)
+    assert ks.nbytes == 8 * width * sum(size for _n, size in ks.segments())
+    with pytest.raises(ValueError, match=re.escape(f"not ({width}, n)")):
+        ks.admit(np.zeros(7, dtype=np.uint64))
