@@ -455,20 +455,7 @@ class _Exact:
         """``(mine, by_dest)``: this worker's candidates and, per other worker, theirs as bytes;
         each ``(states, parent ids, positions)``, first occurrences only, in expansion order."""
         y, src, k = flat_successors(ys, counts, np.frombuffer(gids, dtype=np.int64) if len(gids) else ())
-        owner = exact_owners(y, self.W)
-        mine: tuple = ()
-        by_dest: list = []
-        for o in range(self.W):
-            sel = np.flatnonzero(owner == o)
-            _, first = np.unique(y[sel], return_index=True)
-            sel = sel[np.sort(first)]
-            part = (y[sel], src[sel], k[sel])
-            if o == self.w:
-                mine = part
-                by_dest.append(None)
-            else:
-                by_dest.append(tuple(a.tobytes() for a in part))
-        return mine, by_dest
+        return _by_owner(self.w, self.W, exact_owners(y, self.W), y.reshape(1, -1), src, k)
 
     @staticmethod
     def unpack(payload: tuple) -> tuple:
@@ -497,6 +484,28 @@ class _Exact:
             self.pending += len(y)
 
 
+def _by_owner(w: int, W: int, owner: Any, Y: Any, src: Any, k: Any) -> tuple[tuple, list]:
+    """``(mine, by_dest)``: the successors ``Y`` (``(words, T)``, with parent ids ``src`` and
+    positions ``k``) split by ``owner`` among ``W`` workers, each owner's first occurrences only, in
+    expansion order; worker ``w``'s as arrays (a state of one word as a vector), every other's as
+    bytes (``by_dest[w]`` is None)."""
+    from conq.model.engines.keyset import KeySet
+
+    width = Y.shape[0]
+    mine: tuple = ()
+    by_dest: list = []
+    for o in range(W):
+        sel = np.flatnonzero(owner == o)
+        sel = sel[KeySet(width=width).admit(Y[:, sel] if width > 1 else Y[0, sel])]
+        part = (Y[0, sel] if width == 1 else np.ascontiguousarray(Y[:, sel]), src[sel], k[sel])
+        if o == w:
+            mine = part
+            by_dest.append(None)
+        else:
+            by_dest.append(tuple(a.tobytes() for a in part))
+    return mine, by_dest
+
+
 class _Words:
     """:class:`_Exact` for packed states of several words (wider than 64 bits): a state is a column
     of ``Wd`` uint64 words, owned by :func:`words_owners` (its 64-bit fingerprint's), and told
@@ -522,21 +531,7 @@ class _Words:
     def partition(self, Y: Any, src: Any, k: Any) -> tuple[tuple, list]:
         """``(mine, by_dest)`` of a block's successors ``Y`` (``(Wd, T)``, with their parents' ids
         and positions), as :meth:`_Exact.partition`."""
-        from conq.model.engines.keyset import KeySet
-
-        owner = words_owners(Y, self.W)
-        mine: tuple = ()
-        by_dest: list = []
-        for o in range(self.W):
-            sel = np.flatnonzero(owner == o)
-            sel = sel[KeySet(width=self.Wd).admit(Y[:, sel])]  # (first occurrences, in order)
-            part = (np.ascontiguousarray(Y[:, sel]), src[sel], k[sel])
-            if o == self.w:
-                mine = part
-                by_dest.append(None)
-            else:
-                by_dest.append(tuple(a.tobytes() for a in part))
-        return mine, by_dest
+        return _by_owner(self.w, self.W, words_owners(Y, self.W), Y, src, k)
 
     def unpack(self, payload: tuple) -> tuple:
         return (np.frombuffer(payload[0], dtype=np.uint64).reshape(self.Wd, -1),
