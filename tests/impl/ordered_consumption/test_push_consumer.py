@@ -644,15 +644,23 @@ def test_fifo_memo_survives_a_process_queue_dropped_while_the_ack_is_rejected(
     counts = defaultdict(list)
     box = {}
 
+    made = threading.Event()
+
     def drop_then_expire():
+        # (the process queue is taken here, before the drop: the consumer's threads may reach this
+        # ack before the test's thread runs again, and a dropped process queue is no longer listed)
+        made.wait(60)  # (box["c"] is set; a safety net, the consumer is made long before its ack)
+        box["pq0"] = box["c"].process_queue(q0)
         env.broker.pin_assignment("G", "A", ())
         assert box["c"].rebalance() == ([], [q0])  # the receive loop ends: nobody takes the redelivery
         env.broker.expire_now("G", a.message_id)  # the ack will meet an invalid handle
 
     ch = scripted(env.channel, env.broker, {"ack_message": [drop_then_expire]})
     c = box["c"] = env.consumer(_fail_then_ok(counts), channel=ch, client_id="A", memo_survives_drop=survives)
-    pq0 = c.process_queue(q0)
-    wait_until(lambda: c.snapshot_stats()["settle_rejected"] == 1 and pq0.idle(), "the rejected ack given up")
+    made.set()
+    wait_until(lambda: c.snapshot_stats()["settle_rejected"] == 1 and "pq0" in box and box["pq0"].idle(),
+               "the rejected ack given up")
+    assert box["pq0"].dropped
     assert counts[b"a:0"] == [1, 2] and env.broker.message_state("G", a.message_id)["state"] == "ready"
     assert c.remembered_outcomes() == (1 if survives else 0)
     env.broker.pin_assignment("G", "A", (q0,))
