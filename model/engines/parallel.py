@@ -38,6 +38,7 @@ from __future__ import annotations
 import gc
 import multiprocessing as mp
 import pickle
+import signal
 import time
 import traceback
 from array import array
@@ -57,6 +58,8 @@ def _worker(w: int, W: int, model: Model, symmetry: bool, conn, inboxes, use_pac
 
     from conq.model.engines.results import _Checks
 
+    # (forked with SIGTERM and SIGINT held back, see explore_parallel: a worker takes them again)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT})
     try:
         # Nothing a worker keeps forms a reference cycle; the cyclic collector's full passes over
         # the frontier's and the outboxes' millions of tuples cost up to a fifth of a worker's time
@@ -694,8 +697,16 @@ def explore_parallel(model: Model, W: int, max_states, symmetry: bool, progress,
     recordings: list = [None] * W
     clean = False  # every worker acknowledged its exit
     try:
-        for p in procs:
-            p.start()
+        # SIGTERM and SIGINT wait while the workers are forked: a handler that raises (conq's turns
+        # SIGTERM into SystemExit) would run inside the fork's after-fork hooks (logging's lock
+        # release), where Python reports the exception and drops it, and the search went on to its
+        # end (a CI run: exit 0 instead of 143).  Delivered, if they came, right after the forks.
+        held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT})
+        try:
+            for p in procs:
+                p.start()
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
         canon = model.canonical if symmetry else None
         init_items: list[list] = [[] for _ in range(W)]
         for pos, s in enumerate(model.init_states() if packed is None else packed.inits):
